@@ -1,0 +1,24 @@
+"""tinyunits: a small deep-learning framework for neural units beyond the perceptron.
+
+    import tinyunits as tu
+    from tinyunits import nn, optim
+"""
+from . import backend
+from .backend import get_backend, set_backend
+# tensor first: it finishes by importing ops, which build on Tensor and Function
+from .tensor import (Tensor, get_default_dtype, is_grad_enabled, no_grad,
+                     set_default_dtype, tensor)
+from .function import Function
+from . import ops
+from . import nn  # after ops: layers build on them
+
+
+def manual_seed(seed: int) -> None:
+    """Seed every generator tinyunits uses: the same seed gives the same numbers."""
+    backend.manual_seed(seed)
+
+
+__all__ = ["Tensor", "Function", "tensor", "no_grad", "is_grad_enabled",
+           "set_backend", "get_backend", "manual_seed", "set_default_dtype",
+           "get_default_dtype", "ops", "backend"]
+__version__ = "0.1.0"

@@ -1,0 +1,84 @@
+"""Initialisers the papers use. Each returns a host array drawn from tu.manual_seed's
+host generator (so a model starts from the same numbers on CPU and GPU); Parameter
+moves it to the backend.
+
+fan_in of a weight of shape (out, in, *kernel) is in * prod(kernel).
+"""
+import math
+
+from ..backend import host_module, host_rng
+
+
+def fans(shape):
+    receptive = math.prod(shape[2:]) if len(shape) > 2 else 1
+    fan_in = shape[1] * receptive if len(shape) > 1 else shape[0]
+    return fan_in, shape[0] * receptive
+
+
+def uniform(shape, low, high):
+    return host_rng().uniform(low, high, size=shape)
+
+
+def normal(shape, std, mean=0.0):
+    return host_rng().normal(mean, std, size=shape)
+
+
+def zeros(shape):
+    return host_module().zeros(shape)
+
+
+def ones(shape):
+    return host_module().ones(shape)
+
+
+def he_normal(shape):
+    """N(0, 2/fan_in): keeps ReLU activations at unit scale (He et al. 2015)."""
+    return normal(shape, math.sqrt(2 / fans(shape)[0]))
+
+
+def he_uniform(shape):
+    bound = math.sqrt(6 / fans(shape)[0])
+    return uniform(shape, -bound, bound)
+
+
+def xavier_uniform(shape, gain=1.0):
+    fan_in, fan_out = fans(shape)
+    bound = gain * math.sqrt(6 / (fan_in + fan_out))
+    return uniform(shape, -bound, bound)
+
+
+def xavier_normal(shape, gain=1.0):
+    fan_in, fan_out = fans(shape)
+    return normal(shape, gain * math.sqrt(2 / (fan_in + fan_out)))
+
+
+def orthogonal(shape, gain=1.0):
+    """Rows (or columns, whichever are fewer) orthonormal: QR of a Gaussian matrix."""
+    rows, cols = shape[0], math.prod(shape[1:])
+    a = host_rng().normal(size=(max(rows, cols), min(rows, cols)))
+    q, r = host_module().linalg.qr(a)
+    q *= host_module().sign(host_module().diag(r))  # makes the draw uniform (Haar)
+    q = q if rows >= cols else q.T
+    return gain * q.reshape(shape)
+
+
+def torch_default(shape):
+    """PyTorch's default for Linear/Conv weights: kaiming_uniform(a=sqrt(5)) = U(+-1/sqrt(fan_in))."""
+    bound = 1 / math.sqrt(fans(shape)[0])
+    return uniform(shape, -bound, bound)
+
+
+def torch_default_bias(shape, fan_in):
+    bound = 1 / math.sqrt(fan_in)
+    return uniform(shape, -bound, bound)
+
+
+INITIALISERS = {"he_normal": he_normal, "he_uniform": he_uniform,
+                "xavier_uniform": xavier_uniform, "xavier_normal": xavier_normal,
+                "orthogonal": orthogonal, "torch": torch_default}
+
+
+def get(name):
+    if name not in INITIALISERS:
+        raise ValueError(f"unknown initialiser {name!r}; expected one of {list(INITIALISERS)}")
+    return INITIALISERS[name]

@@ -1,0 +1,179 @@
+"""The standard layers: Linear, Conv2d, normalisation, dropout, activations, pooling."""
+from __future__ import annotations
+
+from .. import backend, ops
+from . import init
+from .module import Module, Parameter
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias; weight (out, in), bias (out,). PyTorch's default init."""
+
+    def __init__(self, in_features, out_features, bias=True, init_weight="torch"):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Parameter(init.get(init_weight)((out_features, in_features)))
+        self.bias = Parameter(init.torch_default_bias((out_features,), in_features)) if bias else None
+
+    def forward(self, x):
+        self.check_input(x, x.ndim >= 1 and x.shape[-1] == self.in_features,
+                         f"(..., {self.in_features})")
+        return ops.linear(x, self.weight, self.bias)
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}"
+
+
+class Conv2d(Module):
+    """weight (out, in, k, k), bias (out,); im2col + one GEMM (ops.conv)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 bias=True, init_weight="torch"):
+        super().__init__()
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        shape = (out_channels, in_channels, kernel_size, kernel_size)
+        self.weight = Parameter(init.get(init_weight)(shape))
+        fan_in = in_channels * kernel_size ** 2
+        self.bias = Parameter(init.torch_default_bias((out_channels,), fan_in)) if bias else None
+
+    def forward(self, x):
+        self.check_input(x, x.ndim == 4 and x.shape[1] == self.in_channels,
+                         f"(B, {self.in_channels}, H, W)")
+        return ops.conv2d(x, self.weight, self.bias, self.stride, self.padding)
+
+    def extra_repr(self):
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, padding={self.padding}")
+
+
+class _BatchNorm(Module):
+    ndim = None
+
+    def __init__(self, num_features, shift=True, momentum=0.1, eps=1e-5):
+        super().__init__()
+        self.num_features, self.shift, self.momentum, self.eps = num_features, shift, momentum, eps
+        self.weight = Parameter(init.ones((num_features,)))
+        self.bias = Parameter(init.zeros((num_features,))) if shift else None
+        dtype = self.weight.dtype
+        self.register_buffer("running_mean", backend.asarray(init.zeros((num_features,)), dtype))
+        self.register_buffer("running_var", backend.asarray(init.ones((num_features,)), dtype))
+
+    def forward(self, x):
+        self.check_input(x, x.ndim == self.ndim and x.shape[1] == self.num_features,
+                         f"(B, {self.num_features}{', H, W' if self.ndim == 4 else ''})")
+        return ops.batch_norm(x, self.weight, self.bias, self.running_mean,
+                              self.running_var, self.training, self.momentum, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_features}, shift={self.shift}"
+
+
+class BatchNorm1d(_BatchNorm):
+    """Normalise each feature of (B, n) over the batch; shift=False drops beta (DAC's BN')."""
+    ndim = 2
+
+
+class BatchNorm2d(_BatchNorm):
+    """Normalise each channel of (B, C, H, W) over batch and positions."""
+    ndim = 4
+
+
+class LayerNorm(Module):
+    """Normalise each sample over its trailing `shape`; affine=False has no parameters."""
+
+    def __init__(self, shape, affine=True, eps=1e-5):
+        super().__init__()
+        self.shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self.affine, self.eps = affine, eps
+        self.weight = Parameter(init.ones(self.shape)) if affine else None
+        self.bias = Parameter(init.zeros(self.shape)) if affine else None
+
+    def forward(self, x):
+        self.check_input(x, tuple(x.shape[x.ndim - len(self.shape):]) == self.shape,
+                         f"(..., {', '.join(map(str, self.shape))})")
+        return ops.layer_norm(x, len(self.shape), self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.shape}, affine={self.affine}"
+
+
+class Dropout(Module):
+    def __init__(self, p=0.5):
+        super().__init__()
+        if not 0 <= p < 1:
+            raise ValueError(f"Dropout: expected 0 <= p < 1, got {p}")
+        self.p = p
+
+    def forward(self, x):
+        return ops.dropout(x, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}"
+
+
+class Flatten(Module):
+    """(B, ...) -> (B, prod(...))."""
+
+    def forward(self, x):
+        return x.reshape(x.shape[0], -1)
+
+
+class _Elementwise(Module):
+    fn = None
+
+    def forward(self, x):
+        return type(self).fn(x)
+
+
+class ReLU(_Elementwise):
+    fn = ops.relu
+
+
+class Abs(_Elementwise):
+    fn = ops.abs
+
+
+class Tanh(_Elementwise):
+    fn = ops.tanh
+
+
+class Sigmoid(_Elementwise):
+    fn = ops.sigmoid
+
+
+class GELU(_Elementwise):
+    fn = ops.gelu
+
+
+class LeakyReLU(Module):
+    def __init__(self, slope=0.01):
+        super().__init__()
+        self.slope = slope
+
+    def forward(self, x):
+        return ops.leaky_relu(x, self.slope)
+
+
+class MaxPool2d(Module):
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+
+    def forward(self, x):
+        return ops.max_pool2d(x, self.k)
+
+    def extra_repr(self):
+        return str(self.k)
+
+
+class AvgPool2d(MaxPool2d):
+    def forward(self, x):
+        return ops.avg_pool2d(x, self.k)
+
+
+class GlobalAvgPool2d(Module):
+    """(B, C, H, W) -> (B, C): the mean over positions."""
+
+    def forward(self, x):
+        return ops.global_avg_pool2d(x)

@@ -1,0 +1,166 @@
+"""Module and Parameter: the containers that hold a model's state.
+
+A Module registers every Parameter, sub-Module and buffer assigned to it as an
+attribute, in order, so that parameters(), state_dict() and the optimisers find
+them. A Parameter shared by several modules (one InnerNet used by many layers)
+is listed once.
+"""
+from __future__ import annotations
+
+from .. import backend
+from ..tensor import Tensor, get_default_dtype
+
+
+class Parameter(Tensor):
+    """A leaf tensor that a Module trains. Host arrays move to the backend here."""
+
+    __slots__ = ()
+
+    def __init__(self, data, dtype=None):
+        array = backend.asarray(data, dtype=dtype or get_default_dtype())
+        super().__init__(array, requires_grad=True)
+
+
+class Module:
+    def __init__(self):
+        object.__setattr__(self, "_params", {})
+        object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "_buffers", {})
+        object.__setattr__(self, "training", True)
+
+    def __setattr__(self, name, value):
+        if "_params" not in self.__dict__:
+            raise RuntimeError(f"{type(self).__name__}: call super().__init__() before "
+                               "assigning attributes")
+        for registry in (self._params, self._modules, self._buffers):
+            registry.pop(name, None)
+        if isinstance(value, Parameter):
+            self._params[name] = value
+        elif isinstance(value, Module):
+            self._modules[name] = value
+        object.__setattr__(self, name, value)
+
+    def register_buffer(self, name: str, array) -> None:
+        """State that is saved and loaded but not trained (running statistics)."""
+        setattr(self, name, array)
+        self._buffers[name] = array
+
+    def forward(self, *args):
+        raise NotImplementedError(f"{type(self).__name__} has no forward")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ------------------------------------------------------------------ traversal
+    def named_modules(self, prefix=""):
+        yield prefix, self
+        for name, m in self._modules.items():
+            yield from m.named_modules(f"{prefix}{name}.")
+
+    def named_parameters(self):
+        """(dotted name, Parameter) pairs; a shared Parameter appears once."""
+        seen = set()
+        for prefix, m in self.named_modules():
+            for name, p in m._params.items():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    yield prefix + name, p
+
+    def parameters(self) -> list:
+        return [p for _, p in self.named_parameters()]
+
+    def num_parameters(self) -> int:
+        return sum(p.size for p in self.parameters())
+
+    def zero_grad(self) -> None:
+        for p in self.parameters():
+            p.grad = None
+
+    def train(self, mode: bool = True) -> "Module":
+        for _, m in self.named_modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self) -> "Module":
+        return self.train(False)
+
+    def astype(self, dtype) -> "Module":
+        """Cast every parameter and buffer (float64 for derivative checks)."""
+        for _, m in self.named_modules():
+            for p in m._params.values():
+                p.data = p.data.astype(dtype)
+                p.grad = None
+            for name, b in m._buffers.items():
+                m.register_buffer(name, b.astype(dtype))
+        return self
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict:
+        """Name -> array for every parameter and buffer (the arrays themselves)."""
+        state = {name: p.data for name, p in self.named_parameters()}
+        for prefix, m in self.named_modules():
+            state.update({prefix + name: b for name, b in m._buffers.items()})
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        """Copy arrays in place; every key must be present and every shape must match."""
+        own = self.state_dict()
+        missing = sorted(set(own) - set(state))
+        unexpected = sorted(set(state) - set(own))
+        if missing or unexpected:
+            raise KeyError(f"{type(self).__name__}.load_state_dict: missing keys {missing}, "
+                           f"unexpected keys {unexpected} (a checkpoint of another model?)")
+        for name, target in own.items():
+            value = state[name]
+            if tuple(value.shape) != tuple(target.shape):
+                raise ValueError(f"{type(self).__name__}.load_state_dict: {name} has shape "
+                                 f"{tuple(value.shape)} in the state, {tuple(target.shape)} "
+                                 "in the model")
+            target[...] = backend.asarray(value, dtype=target.dtype)
+
+    # ------------------------------------------------------------------ checks
+    def check_input(self, x, ok: bool, expected: str) -> None:
+        """Raise the errors every layer gives: not a Tensor, wrong shape, wrong dtype."""
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{self!r}: expected a tinyunits Tensor, got {type(x).__name__}")
+        if not ok:
+            raise ValueError(f"{self!r}: expected input {expected}, got {tuple(x.shape)}")
+        dtype = next((p.dtype for p in self._params.values()), None)
+        if dtype is not None and x.dtype != dtype:
+            raise TypeError(f"{self!r}: expected {dtype} input (the dtype of its "
+                            f"parameters), got {x.dtype}")
+
+    # ------------------------------------------------------------------ printing
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self):
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        if not self._modules:
+            return head + ")"
+        body = "".join(f"\n  ({name}): " + repr(m).replace("\n", "\n  ")
+                       for name, m in self._modules.items())
+        return head + body + "\n)"
+
+
+class Sequential(Module):
+    """Modules applied in order: Sequential(a, b, c)(x) == c(b(a(x)))."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        for i, m in enumerate(modules):
+            setattr(self, str(i), m)
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())

@@ -1,0 +1,71 @@
+"""Arithmetic with broadcasting: add, sub, mul, div, neg, pow.
+
+Each backward returns gradients in the broadcast shape of the output;
+Tensor.backward sums them down to each input's own shape (tensor.sum_to).
+"""
+from ..function import Function
+
+
+class Add(Function):
+    def forward(self, a, b):
+        return a + b
+
+    def backward(self, g):
+        return g, g
+
+
+class Sub(Function):
+    def forward(self, a, b):
+        return a - b
+
+    def backward(self, g):
+        return g, -g
+
+
+class Mul(Function):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return a * b
+
+    def backward(self, g):
+        return g * self.b, g * self.a
+
+
+class Div(Function):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return a / b
+
+    def backward(self, g):
+        gb = g / self.b
+        return gb, -gb * self.a / self.b
+
+
+class Neg(Function):
+    def forward(self, a):
+        return -a
+
+    def backward(self, g):
+        return (-g,)
+
+
+class Pow(Function):
+    """a ** c for a constant exponent c."""
+
+    def __init__(self, c):
+        self.c = c
+
+    def forward(self, a):
+        self.a = a
+        return a ** self.c
+
+    def backward(self, g):
+        return (g * self.c * self.a ** (self.c - 1),)
+
+
+def add(a, b): return Add()(a, b)
+def sub(a, b): return Sub()(a, b)
+def mul(a, b): return Mul()(a, b)
+def div(a, b): return Div()(a, b)
+def neg(a): return Neg()(a)
+def pow(a, c): return Pow(c)(a)  # noqa: A001 - the operator's own name

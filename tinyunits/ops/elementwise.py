@@ -1,0 +1,100 @@
+"""Elementwise functions and activations, each with its derivative beside it."""
+import math
+
+from ..backend import get_array_module
+from ..function import Function
+
+
+class Exp(Function):
+    def forward(self, x):
+        self.y = get_array_module(x).exp(x)
+        return self.y
+
+    def backward(self, g):
+        return (g * self.y,)
+
+
+class Log(Function):
+    def forward(self, x):
+        self.x = x
+        return get_array_module(x).log(x)
+
+    def backward(self, g):
+        return (g / self.x,)
+
+
+class Abs(Function):
+    def forward(self, x):
+        xp = get_array_module(x)
+        self.sign = xp.sign(x)
+        return xp.abs(x)
+
+    def backward(self, g):
+        return (g * self.sign,)
+
+
+class ReLU(Function):
+    def forward(self, x):
+        self.mask = x > 0
+        return x * self.mask
+
+    def backward(self, g):
+        return (g * self.mask,)
+
+
+class LeakyReLU(Function):
+    def __init__(self, slope=0.01):
+        self.slope = slope
+
+    def forward(self, x):
+        xp = get_array_module(x)
+        self.dy = xp.where(x > 0, 1.0, self.slope).astype(x.dtype)
+        return x * self.dy
+
+    def backward(self, g):
+        return (g * self.dy,)
+
+
+class Tanh(Function):
+    def forward(self, x):
+        self.y = get_array_module(x).tanh(x)
+        return self.y
+
+    def backward(self, g):
+        return (g * (1 - self.y * self.y),)
+
+
+class Sigmoid(Function):
+    def forward(self, x):
+        # tanh form: never overflows, unlike 1 / (1 + exp(-x)) for large -x
+        self.y = 0.5 * get_array_module(x).tanh(0.5 * x) + 0.5
+        return self.y
+
+    def backward(self, g):
+        return (g * self.y * (1 - self.y),)
+
+
+class GELU(Function):
+    """The tanh approximation: x/2 (1 + tanh(c (x + 0.044715 x^3))), c = sqrt(2/pi)."""
+
+    C = math.sqrt(2 / math.pi)
+
+    def forward(self, x):
+        self.x = x
+        self.t = get_array_module(x).tanh(self.C * (x + 0.044715 * x ** 3))
+        return 0.5 * x * (1 + self.t)
+
+    def backward(self, g):
+        x, t = self.x, self.t
+        dinner = self.C * (1 + 3 * 0.044715 * x * x)
+        return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner),)
+
+
+def exp(x): return Exp()(x)
+def log(x): return Log()(x)
+def abs(x): return Abs()(x)  # noqa: A001 - the function's own name
+def relu(x): return ReLU()(x)
+def leaky_relu(x, slope=0.01): return LeakyReLU(slope)(x)
+def tanh(x): return Tanh()(x)
+def sigmoid(x): return Sigmoid()(x)
+def gelu(x): return GELU()(x)

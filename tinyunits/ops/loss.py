@@ -1,0 +1,66 @@
+"""Losses: softmax cross-entropy on integer labels, and mean squared error."""
+from ..backend import get_array_module
+from ..function import Function
+from ..tensor import Tensor
+
+
+class SoftmaxCrossEntropy(Function):
+    """mean_n [ logsumexp(z_n) - z_n[y_n] ]; backward (softmax(z) - onehot(y)) / N."""
+
+    def __init__(self, labels):
+        self.labels = labels
+
+    def forward(self, z):
+        xp = get_array_module(z)
+        _check_labels(self.labels, z)
+        shifted = z - z.max(axis=1, keepdims=True)  # stable: exp never overflows
+        e = xp.exp(shifted)
+        s = e.sum(axis=1, keepdims=True)
+        self.softmax = e / s
+        n = z.shape[0]
+        picked = shifted[xp.arange(n), self.labels]
+        return (xp.log(s[:, 0]) - picked).mean()
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        n = self.softmax.shape[0]
+        dz = self.softmax.copy()
+        dz[xp.arange(n), self.labels] -= 1
+        return (dz * (g / n),)
+
+
+def _check_labels(labels, z):
+    if z.ndim != 2:
+        raise ValueError(f"cross_entropy: expected logits (N, classes), got {z.shape}")
+    if labels.shape != z.shape[:1]:
+        raise ValueError(f"cross_entropy: expected labels ({z.shape[0]},) for logits "
+                         f"{z.shape}, got {labels.shape}")
+    if labels.dtype.kind not in "iu":
+        raise TypeError(f"cross_entropy: expected integer labels, got {labels.dtype}")
+    if labels.size and (labels.min().item() < 0 or labels.max().item() >= z.shape[1]):
+        raise ValueError(f"cross_entropy: labels must lie in [0, {z.shape[1]}), got "
+                         f"[{labels.min().item()}, {labels.max().item()}]")
+
+
+class MSE(Function):
+    """mean((pred - target)^2) over every element."""
+
+    def forward(self, pred, target):
+        if pred.shape != target.shape:
+            raise ValueError(f"mse_loss: pred {pred.shape} and target {target.shape} "
+                             "differ (no silent broadcasting in a loss)")
+        self.diff = pred - target
+        return (self.diff * self.diff).mean()
+
+    def backward(self, g):
+        gd = self.diff * (2 * g / self.diff.size)
+        return gd, -gd
+
+
+def cross_entropy(logits, labels):
+    labels = labels.data if isinstance(labels, Tensor) else labels
+    return SoftmaxCrossEntropy(labels)(logits)
+
+
+def mse_loss(pred, target):
+    return MSE()(pred, target)

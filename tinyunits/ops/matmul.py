@@ -1,0 +1,43 @@
+"""Matrix products: batched matmul, and the fused affine map of a Linear layer."""
+from ..function import Function
+
+
+def _swap(a):
+    return a.swapaxes(-1, -2)
+
+
+class MatMul(Function):
+    """a @ b for (..., n, k) @ (..., k, m); leading (batch) axes broadcast."""
+
+    def forward(self, a, b):
+        if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
+            raise ValueError(f"matmul: expected (..., n, k) @ (..., k, m), "
+                             f"got {a.shape} @ {b.shape}")
+        self.a, self.b = a, b
+        return a @ b
+
+    def backward(self, g):
+        return g @ _swap(self.b), _swap(self.a) @ g
+
+
+class Linear(Function):
+    """y = x @ W.T + b in one node: one GEMM forward, two backward."""
+
+    def forward(self, x, W, b=None):
+        self.x, self.W = x, W
+        y = x @ W.T
+        return y if b is None else y + b
+
+    def backward(self, g):
+        x2 = self.x.reshape(-1, self.x.shape[-1])
+        g2 = g.reshape(-1, g.shape[-1])
+        gx = g @ self.W
+        gW = g2.T @ x2
+        return gx, gW, g2.sum(axis=0)
+
+
+def matmul(a, b): return MatMul()(a, b)
+
+
+def linear(x, W, b=None):
+    return Linear()(x, W) if b is None else Linear()(x, W, b)

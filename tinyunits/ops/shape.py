@@ -1,0 +1,90 @@
+"""Ops that move data without arithmetic: reshape, transpose, indexing, concat, pad."""
+import itertools
+
+from ..backend import get_array_module, scatter_add
+from ..function import Function
+from ..tensor import Tensor
+
+
+class Reshape(Function):
+    def __init__(self, shape):
+        self.shape = tuple(shape) if not isinstance(shape, int) else (shape,)
+
+    def forward(self, x):
+        self.in_shape = x.shape
+        return x.reshape(self.shape)
+
+    def backward(self, g):
+        return (g.reshape(self.in_shape),)
+
+
+class Transpose(Function):
+    def __init__(self, axes=None):
+        self.axes = axes
+
+    def forward(self, x):
+        self.axes = self.axes or tuple(reversed(range(x.ndim)))
+        return x.transpose(self.axes)
+
+    def backward(self, g):
+        inverse = [0] * len(self.axes)
+        for i, a in enumerate(self.axes):
+            inverse[a] = i
+        return (g.transpose(inverse),)
+
+
+class GetItem(Function):
+    """x[index]; repeated fancy indices add their gradients (scatter-add)."""
+
+    def __init__(self, index):
+        self.index = index.data if isinstance(index, Tensor) else index
+
+    def forward(self, x):
+        self.in_shape = x.shape
+        return x[self.index]
+
+    def backward(self, g):
+        gx = get_array_module(g).zeros(self.in_shape, dtype=g.dtype)
+        if _is_basic(self.index):  # slices pick each element at most once
+            gx[self.index] = g
+        else:
+            scatter_add(gx, self.index, g)
+        return (gx,)
+
+
+def _is_basic(index) -> bool:
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(isinstance(p, (int, slice)) or p is None or p is Ellipsis for p in parts)
+
+
+class Concatenate(Function):
+    def __init__(self, axis=0):
+        self.axis = axis
+
+    def forward(self, *xs):
+        self.bounds = list(itertools.accumulate(x.shape[self.axis] for x in xs[:-1]))
+        return get_array_module(xs[0]).concatenate(xs, axis=self.axis)
+
+    def backward(self, g):
+        return tuple(get_array_module(g).split(g, self.bounds, axis=self.axis))
+
+
+class Pad(Function):
+    """Zero padding; pad_width as numpy.pad takes it: ((before, after), ...)."""
+
+    def __init__(self, pad_width):
+        self.pad_width = pad_width
+
+    def forward(self, x):
+        return get_array_module(x).pad(x, self.pad_width)
+
+    def backward(self, g):
+        index = tuple(slice(b, g.shape[i] - a) for i, (b, a) in enumerate(self.pad_width))
+        return (g[index],)
+
+
+def reshape(x, shape): return Reshape(shape)(x)
+def transpose(x, axes=None): return Transpose(axes)(x)
+def getitem(x, index): return GetItem(index)(x)
+def concatenate(xs, axis=0): return Concatenate(axis)(*xs)
+def pad(x, pad_width): return Pad(pad_width)(x)
