@@ -1,2 +1,6 @@
 """The five paper units, one file each; each is ONE Function with a hand-written backward."""
-__all__ = []
+from .focus import FocusingLinear, FocusingLinearFn
+from .han import HanFn, HanLayer, HanMixerBlock, householder_matrix
+
+__all__ = ["FocusingLinear", "FocusingLinearFn",
+           "HanFn", "HanLayer", "HanMixerBlock", "householder_matrix"]

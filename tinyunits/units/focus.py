@@ -1,0 +1,167 @@
+"""Focusing neuron: each neuron learns where it looks (mu) and how widely (sigma).
+
+Paper: ../papers/focusing_neuron.md (Tek), section 3.1; the normaliser and its
+derivative are settled in ../papers/NOTES.md ("Focusing neuron").
+
+Neuron j of a layer with m inputs at positions p_i = linspace(0, 1, m)[i] has a
+Gaussian focus (eq. 6), normalised to the norm of a dense neuron (eq. 7, L2 form):
+
+    phi[j,i] = exp(-(p_i - mu_j)^2 / (2 sigma_j^2))                     (6)
+    u[j,i]   = sqrt(m) * phi[j,i] / ||phi[j,:]||_2                        (7)
+    K[j,i]   = W[j,i] * u[j,i]                        (Algorithm 1, K = Phi o W)
+    y[b,j]   = sum_i x[b,i] K[j,i] + b_j                                  (5)
+
+Backward, with g = dL/dy and d[j,i] = p_i - mu_j:
+
+    dL/dK    = g^T x,   dL/dx = g K,   dL/db = sum_b g
+    dL/dW    = dL/dK * u
+    dL/du    = dL/dK * W
+    dL/dphi  = (sqrt(m)/||phi||) (dL/du - phi (dL/du . phi) / ||phi||^2)  (normaliser)
+    dL/dmu   = sum_i dL/dphi * phi * d / sigma^2                          (8)
+    dL/dsigma = sum_i dL/dphi * phi * d^2 / sigma^3                       (8)
+
+u does not change when a row of phi is multiplied by a constant, so the code
+measures each exponent from the grid point nearest mu_j: the largest phi of a
+row is then about 1 and a narrow focus cannot underflow to 0/0 in float32. The
+constant drops out of the backward too: dL/dphi is orthogonal to phi.
+"""
+from __future__ import annotations
+
+import math
+
+from .. import backend
+from ..backend import get_array_module
+from ..function import Function
+from ..nn.module import Module, Parameter
+
+MU_RANGE = (0.0, 1.0)
+SIGMA_RANGE = (0.01, 1.0)
+
+
+def focus_coefficients(mu, sigma, m):
+    """(d, phi, u) of eqs. (6)-(7) for every neuron: arrays (out, m); phi is row-scaled."""
+    xp = get_array_module(mu)
+    p = xp.linspace(0.0, 1.0, m, dtype=mu.dtype)
+    nearest = p[xp.clip(xp.rint(mu * (m - 1)), 0, m - 1).astype("int64")]
+    d = p - mu[:, None]
+    phi = xp.exp(((nearest - mu)[:, None] ** 2 - d * d) / (2 * sigma * sigma)[:, None])
+    u = phi * (math.sqrt(m) / xp.sqrt((phi * phi).sum(axis=1, keepdims=True)))
+    return d, phi, u
+
+
+class FocusingLinearFn(Function):
+    """y = x K^T + b with K = W * u(mu, sigma) (* mask): one node, backward by hand."""
+
+    def __init__(self, mask=None):
+        self.mask = mask  # fixed 0/1 array (out, in) after pruning, else None
+
+    def forward(self, x, W, b, mu, sigma):
+        d, phi, u = focus_coefficients(mu, sigma, x.shape[-1])
+        if self.mask is not None:
+            u = u * self.mask
+        K = W * u
+        self.x, self.W, self.mu, self.sigma, self.d, self.phi, self.u, self.K = \
+            x, W, mu, sigma, d, phi, u, K
+        return x @ K.T + b
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        x2, g2 = self.x.reshape(-1, self.x.shape[-1]), g.reshape(-1, g.shape[-1])
+        phi, d, s = self.phi, self.d, self.sigma
+        gK = g2.T @ x2
+        gu = gK * self.W if self.mask is None else gK * self.W * self.mask
+        norm2 = (phi * phi).sum(axis=1, keepdims=True)
+        gphi = (math.sqrt(phi.shape[1]) / xp.sqrt(norm2)) * (
+            gu - phi * ((gu * phi).sum(axis=1, keepdims=True) / norm2))
+        gphi_phi_d = gphi * phi * d
+        gmu = gphi_phi_d.sum(axis=1) / (s * s)
+        gsigma = (gphi_phi_d * d).sum(axis=1) / (s * s * s)
+        return g @ self.K, gK * self.u, g2.sum(axis=0), gmu, gsigma
+
+
+class FocusingLinear(Module):
+    """A dense layer whose neurons each learn a Gaussian receptive field (mu, sigma).
+
+    weight (out, in), bias (out,), mu (out,), sigma (out,). Call constrain() after
+    every optimiser step: it clips mu to [0, 1] and sigma to [0.01, 1].
+
+    mu_init: "spread" (linspace(0.2, 0.8, out)), "middle" (0.5 + U(-0.025, 0.025))
+    or a sequence of out centres. Weights of neuron j: U(+-sqrt(6) / sqrt(sum_i
+    u[j,i]^2 + out)) (eq. 10 with a Glorot-style fan-out term, as the author's
+    code); with the L2 normaliser sum_i u[j,i]^2 = in, so every neuron gets the
+    same bound sqrt(6 / (in + out)). Bias 0.
+
+    Pruning (section 4.4): prune(threshold) zeroes, from then on, every effective
+    weight whose normalised focus coefficient u[j,i] is below threshold, and
+    returns the sparsity (fraction of zeroed weights). The mask is fixed when
+    prune() is called; prune(None) removes it.
+    """
+
+    def __init__(self, in_features, out_features, mu_init="spread", sigma_init=0.025):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        if not SIGMA_RANGE[0] <= sigma_init <= SIGMA_RANGE[1]:
+            raise ValueError(f"FocusingLinear: sigma_init must lie in {SIGMA_RANGE}, "
+                             f"got {sigma_init}")
+        np = backend.host_module()
+        mu, sigma = self._initial_mu(mu_init), np.full(out_features, float(sigma_init))
+        _, _, u = focus_coefficients(mu, sigma, in_features)
+        bound = math.sqrt(6) / np.sqrt((u * u).sum(axis=1, keepdims=True) + out_features)
+        self.weight = Parameter(backend.host_rng().uniform(-1, 1, u.shape) * bound)
+        self.bias = Parameter(np.zeros(out_features))
+        self.mu, self.sigma = Parameter(mu), Parameter(sigma)
+        self.mask = None  # set by prune(); not part of state_dict
+
+    def _initial_mu(self, mu_init):
+        np, n = backend.host_module(), self.out_features
+        if isinstance(mu_init, str):
+            if mu_init == "spread":
+                return np.linspace(0.2, 0.8, n)
+            if mu_init == "middle":
+                return 0.5 + backend.host_rng().uniform(-0.025, 0.025, n)
+            raise ValueError(f"FocusingLinear: mu_init must be 'spread', 'middle' or "
+                             f"{n} centres, got {mu_init!r}")
+        mu = np.asarray(mu_init, dtype="float64")
+        if mu.shape != (n,):
+            raise ValueError(f"FocusingLinear: expected {n} initial centres, got shape {mu.shape}")
+        return mu
+
+    def forward(self, x):
+        self.check_input(x, x.ndim >= 1 and x.shape[-1] == self.in_features,
+                         f"(..., {self.in_features})")
+        return FocusingLinearFn(self.mask)(x, self.weight, self.bias, self.mu, self.sigma)
+
+    def constrain(self) -> None:
+        """Clip mu to [0, 1] and sigma to [0.01, 1] in place (after each step)."""
+        xp = get_array_module(self.mu.data)
+        xp.clip(self.mu.data, *MU_RANGE, out=self.mu.data)
+        xp.clip(self.sigma.data, *SIGMA_RANGE, out=self.sigma.data)
+
+    def focus(self):
+        """The normalised focus coefficients u (out, in), eq. (7), as an array."""
+        return focus_coefficients(self.mu.data, self.sigma.data, self.in_features)[2]
+
+    def effective_weight(self):
+        """K = weight * u (* mask), the weights a dense layer would need (out, in)."""
+        K = self.weight.data * self.focus()
+        return K if self.mask is None else K * self.mask
+
+    def prune(self, threshold) -> float:
+        """Zero the weights whose u < threshold (None: unprune); return the sparsity."""
+        if threshold is None:
+            self.mask = None
+            return 0.0
+        self.mask = (self.focus() >= threshold).astype(self.weight.dtype)
+        return 1.0 - self.mask.mean().item()
+
+    def focus_parameters(self) -> list:
+        """[mu, sigma]: give them their own learning rate in an optimiser group."""
+        return [self.mu, self.sigma]
+
+    def weight_parameters(self) -> list:
+        """[weight, bias]: the parameters a dense layer would have too."""
+        return [self.weight, self.bias]
+
+    def extra_repr(self):
+        pruned = "" if self.mask is None else ", pruned"
+        return f"in_features={self.in_features}, out_features={self.out_features}{pruned}"
