@@ -11,6 +11,9 @@ from .tensor import (Tensor, get_default_dtype, is_grad_enabled, no_grad,
 from .function import Function
 from . import ops
 from . import nn  # after ops: layers build on them
+from . import optim, train
+from .gradcheck import gradcheck
+from .serialization import load, save
 
 
 def manual_seed(seed: int) -> None:
@@ -20,5 +23,6 @@ def manual_seed(seed: int) -> None:
 
 __all__ = ["Tensor", "Function", "tensor", "no_grad", "is_grad_enabled",
            "set_backend", "get_backend", "manual_seed", "set_default_dtype",
-           "get_default_dtype", "ops", "backend"]
+           "get_default_dtype", "ops", "backend", "nn", "optim", "train", "gradcheck",
+           "save", "load"]
 __version__ = "0.1.0"

@@ -1,0 +1,124 @@
+"""The training loop: fit, evaluate, and early stopping that keeps the best weights.
+
+    history = fit(model, nn.functional.cross_entropy, optimizer,
+                  train_data=(x_train, y_train), val_data=(x_val, y_val),
+                  epochs=20, batch_size=128, metric=accuracy, patience=5)
+
+Data are host arrays; each batch moves to the backend as it is used. A loss
+that turns NaN or infinite stops training with an error naming the epoch and
+step, instead of quietly training on garbage.
+"""
+from __future__ import annotations
+
+import math
+import sys
+
+from . import backend
+from .tensor import Tensor, no_grad, tensor
+
+
+class History(dict):
+    """Per-epoch lists: train_loss, val_loss, val_metric (a dict, so it prints and saves)."""
+
+    def __init__(self):
+        super().__init__(train_loss=[], val_loss=[], val_metric=[])
+        self.best_epoch = None
+
+
+def accuracy(logits: Tensor, labels) -> float:
+    """Fraction of rows whose largest logit is at the label."""
+    labels = labels.data if isinstance(labels, Tensor) else labels
+    return (logits.data.argmax(axis=1) == labels).mean().item()
+
+
+def _progress(iterable, total, desc, progress):
+    """A tqdm bar on a terminal; silent when output is piped or progress=False."""
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if not progress:
+        return iterable
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return iterable
+    return tqdm(iterable, total=total, desc=desc, leave=False)
+
+
+def _batches(n, batch_size, rng):
+    order = rng.permutation(n) if rng is not None else range(n)
+    for start in range(0, n, batch_size):
+        yield order[start:start + batch_size]
+
+
+def evaluate(model, X, y, loss_fn=None, metric=accuracy, batch_size=1024):
+    """(mean loss or None, mean metric or None) over (X, y), in eval mode, without a graph."""
+    was_training = model.training
+    model.eval()
+    losses, metrics, counts = [], [], []
+    with no_grad():
+        for idx in _batches(len(X), batch_size, None):
+            idx = slice(idx.start, idx.stop)
+            out = model(tensor(X[idx]))
+            target = tensor(y[idx])
+            counts.append(len(out))
+            if loss_fn is not None:
+                losses.append(loss_fn(out, target).item())
+            if metric is not None:
+                metrics.append(metric(out, target))
+    model.train(was_training)
+    total = sum(counts)
+
+    def weighted(values):
+        return sum(v * c for v, c in zip(values, counts)) / total if values else None
+    return weighted(losses), weighted(metrics)
+
+
+def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_size=128,
+        scheduler=None, metric=None, patience=None, progress=None, seed=0,
+        after_step=None) -> History:
+    """Train for `epochs`; with patience, stop early and restore the best val weights.
+
+    after_step(model) runs after every optimiser step (e.g. FocusingLinear.constrain).
+    The best epoch is the lowest val loss, or the highest val metric when one is given.
+    """
+    X, y = train_data
+    rng = backend.host_module().random.default_rng(seed)
+    history, best_score, best_state, waited = History(), -math.inf, None, 0
+    for epoch in range(epochs):
+        model.train()
+        total, count = 0.0, 0
+        steps = _batches(len(X), batch_size, rng)
+        for step, idx in enumerate(_progress(steps, math.ceil(len(X) / batch_size),
+                                             f"epoch {epoch + 1}/{epochs}", progress)):
+            loss = loss_fn(model(tensor(X[idx])), tensor(y[idx]))
+            value = loss.item()
+            if not math.isfinite(value):
+                raise FloatingPointError(f"fit: loss became {value} at epoch {epoch + 1}, "
+                                         f"step {step + 1}; lower the learning rate or "
+                                         "check the data")
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if after_step is not None:
+                after_step(model)
+            total, count = total + value * len(idx), count + len(idx)
+        if scheduler is not None:
+            scheduler.step()
+        history["train_loss"].append(total / count)
+        if val_data is None:
+            continue
+        val_loss, val_metric = evaluate(model, *val_data, loss_fn=loss_fn, metric=metric)
+        history["val_loss"].append(val_loss)
+        history["val_metric"].append(val_metric)
+        score = val_metric if metric is not None else -val_loss
+        if score > best_score:
+            best_score, history.best_epoch, waited = score, epoch, 0
+            if patience is not None:
+                best_state = {k: v.copy() for k, v in model.state_dict().items()}
+        else:
+            waited += 1
+            if patience is not None and waited >= patience:
+                break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    return history
