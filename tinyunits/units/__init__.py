@@ -1,8 +1,6 @@
 """The five paper units, one file each; each is ONE Function with a hand-written backward."""
 from .focus import FocusingLinear, FocusingLinearFn
 from .han import HanFn, HanLayer, HanMixerBlock, householder_matrix
-from .multiarg import InnerNet, InnerNetFn, MultiArgActivation
 
 __all__ = ["FocusingLinear", "FocusingLinearFn",
-           "HanFn", "HanLayer", "HanMixerBlock", "householder_matrix",
-           "InnerNet", "InnerNetFn", "MultiArgActivation"]
+           "HanFn", "HanLayer", "HanMixerBlock", "householder_matrix"]
