@@ -90,7 +90,7 @@ class Module:
             for p in m._params.values():
                 p.data = p.data.astype(dtype)
                 p.grad = None
-            for name, b in m._buffers.items():
+            for name, b in list(m._buffers.items()):  # re-registering edits the dict
                 m.register_buffer(name, b.astype(dtype))
         return self
 
