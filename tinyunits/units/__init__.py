@@ -2,7 +2,9 @@
 from .focus import FocusingLinear, FocusingLinearFn
 from .han import HanFn, HanLayer, HanMixerBlock, householder_matrix
 from .multiarg import InnerNet, InnerNetFn, MultiArgActivation
+from .tmaf import TMAF, DiagonalTMAFFn, TridiagonalTMAFFn
 
 __all__ = ["FocusingLinear", "FocusingLinearFn",
            "HanFn", "HanLayer", "HanMixerBlock", "householder_matrix",
-           "InnerNet", "InnerNetFn", "MultiArgActivation"]
+           "InnerNet", "InnerNetFn", "MultiArgActivation",
+           "TMAF", "DiagonalTMAFFn", "TridiagonalTMAFFn"]
