@@ -1,0 +1,1010 @@
+"""Every data set the tinyunits lessons use: real-file loaders and exact synthetic generators.
+
+Everything here returns host NumPy arrays (never CuPy); move them to the device
+with the backend when training. Images come as float32 (N, C, H, W), class labels
+as int64, regression targets as float32 of shape (N,).
+
+Where real files are looked for
+-------------------------------
+Each data set lives in a folder of its own (``mnist/``, ``fashion-mnist/``,
+``cifar-10-batches-py/``, ``sgemm/``). A loader takes the first of these
+directories that holds every file it needs:
+
+1. the ``root`` argument: ``root/<folder>``, then ``root`` itself;
+2. ``$TINYUNITS_DATA/<folder>``;
+3. the user cache ``~/.cache/tinyunits/<folder>`` (``$XDG_CACHE_HOME/tinyunits``
+   when that variable is set);
+4. system paths: Debian's package ``dataset-fashion-mnist`` installs the real
+   Fashion-MNIST in ``/usr/share/datasets/fashion-mnist``.
+
+When none does, the loader raises :class:`DatasetNotFoundError` naming the missing
+files, every directory it looked in, and the command that fetches them::
+
+    python datasets.py download mnist | fashion-mnist | cifar10 | sgemm
+        [--root DIR] [--no-verify] [--quiet]
+
+The downloader writes into ``root/<folder>`` (or ``$TINYUNITS_DATA/<folder>``, or
+the cache), streams each file to a temporary file in that same directory,
+checks its SHA-256 against the value pinned in ``_SPECS`` and only then renames
+it into place with ``os.replace``, so a folder never holds a half-written or
+unverified file. A file with no pinned SHA-256 (SGEMM) is refused unless
+``--no-verify`` is given; a pinned one is always checked.
+
+Normalisations
+--------------
+* MNIST, Fashion-MNIST, CIFAR-10: uint8 pixels p become ``p / 255`` in [0, 1]
+  (``normalize="unit"``) or ``(p / 255 - 0.5) / 0.5`` in [-1, 1]
+  (``normalize="standard"``, the two-argument paper's MNIST setting).
+* SGEMM: log2 of the ten power-of-two inputs and of the response, then every
+  input column standardised with the mean and standard deviation of the
+  training split; the response stays in log2 milliseconds.
+* Synthetic sets: as each generator's docstring states.
+
+Files are validated as they are read (IDX magic numbers and sizes, gzip
+integrity, label ranges, CSV columns, pickle contents); a bad file raises
+:class:`DatasetError` (a ``ValueError``) naming the file and the problem.
+"""
+
+import argparse
+import contextlib
+import dataclasses
+import gzip
+import hashlib
+import math
+import os
+import pickle
+import shutil
+import struct
+import sys
+import tarfile
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+import zlib
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+
+try:
+    from tqdm import tqdm as _tqdm
+except ImportError:  # tqdm is optional: downloads then report progress as plain text
+    _tqdm = None
+
+try:
+    from numpy._core.multiarray import _reconstruct as _np_reconstruct
+except ImportError:  # NumPy < 2 has no numpy._core
+    from numpy.core.multiarray import _reconstruct as _np_reconstruct
+
+
+class DatasetError(ValueError):
+    """A data file is malformed, corrupt or fails verification; the message names the file."""
+
+
+class DatasetNotFoundError(FileNotFoundError):
+    """The files of a data set are in none of the searched directories."""
+
+
+# --------------------------------------------------------------------------------------
+# Where files are, and where they come from
+
+
+@dataclasses.dataclass(frozen=True)
+class _Remote:
+    """One file to download; ``members`` lists the files to take out of it if it is an archive."""
+
+    url: str
+    sha256: str | None
+    members: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Spec:
+    """A real data set: its folder, the files its loader needs and where to fetch them."""
+
+    name: str
+    folder: str
+    files: tuple
+    remotes: tuple
+    gzip_ok: bool = False
+    system_dirs: tuple = ()
+
+
+_IDX_FILES = (
+    "train-images-idx3-ubyte",
+    "train-labels-idx1-ubyte",
+    "t10k-images-idx3-ubyte",
+    "t10k-labels-idx1-ubyte",
+)
+_CIFAR_FILES = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch",)
+
+# SHA-256 values are those published in tensorflow/datasets
+# (tensorflow_datasets/url_checksums/mnist.txt, fashion_mnist.txt, cifar10.csv).
+# No published SHA-256 of the UCI SGEMM archive was found, so it stays None.
+_MNIST_URL = "https://storage.googleapis.com/cvdf-datasets/mnist/"
+_FASHION_URL = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"
+_SPECS = {
+    spec.name: spec
+    for spec in (
+        _Spec(
+            "mnist",
+            "mnist",
+            _IDX_FILES,
+            (
+                _Remote(_MNIST_URL + "train-images-idx3-ubyte.gz",
+                        "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609"),
+                _Remote(_MNIST_URL + "train-labels-idx1-ubyte.gz",
+                        "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c"),
+                _Remote(_MNIST_URL + "t10k-images-idx3-ubyte.gz",
+                        "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6"),
+                _Remote(_MNIST_URL + "t10k-labels-idx1-ubyte.gz",
+                        "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6"),
+            ),
+            gzip_ok=True,
+        ),
+        _Spec(
+            "fashion-mnist",
+            "fashion-mnist",
+            _IDX_FILES,
+            (
+                _Remote(_FASHION_URL + "train-images-idx3-ubyte.gz",
+                        "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84"),
+                _Remote(_FASHION_URL + "train-labels-idx1-ubyte.gz",
+                        "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845"),
+                _Remote(_FASHION_URL + "t10k-images-idx3-ubyte.gz",
+                        "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073"),
+                _Remote(_FASHION_URL + "t10k-labels-idx1-ubyte.gz",
+                        "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5"),
+            ),
+            gzip_ok=True,
+            system_dirs=("/usr/share/datasets/fashion-mnist",),
+        ),
+        _Spec(
+            "cifar10",
+            "cifar-10-batches-py",
+            _CIFAR_FILES,
+            (
+                _Remote("https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
+                        "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce",
+                        _CIFAR_FILES),
+            ),
+        ),
+        _Spec(
+            "sgemm",
+            "sgemm",
+            ("sgemm_product.csv",),
+            (
+                _Remote("https://archive.ics.uci.edu/static/public/440/"
+                        "sgemm+gpu+kernel+performance.zip", None, ("sgemm_product.csv",)),
+            ),
+        ),
+    )
+}
+
+
+def _spec(name):
+    """The spec of data set ``name``, or a ValueError listing the known names."""
+    if name not in _SPECS:
+        raise ValueError(f"unknown data set {name!r}; known: {', '.join(sorted(_SPECS))}")
+    return _SPECS[name]
+
+
+def _cache_dir():
+    """The user cache directory, read from the environment at call time."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tinyunits"
+
+
+def _download_dir(spec, root):
+    """The folder ``download`` writes into: root, else $TINYUNITS_DATA, else the cache."""
+    base = root or os.environ.get("TINYUNITS_DATA") or _cache_dir()
+    return Path(base) / spec.folder
+
+
+def _search_dirs(spec, root):
+    """Candidate directories in search order (see the module docstring)."""
+    dirs = []
+    if root is not None:
+        dirs += [Path(root) / spec.folder, Path(root)]
+    if os.environ.get("TINYUNITS_DATA"):
+        dirs.append(Path(os.environ["TINYUNITS_DATA"]) / spec.folder)
+    dirs.append(_cache_dir() / spec.folder)
+    dirs += [Path(d) for d in spec.system_dirs]
+    return dirs
+
+
+def _file_in(directory, name, gzip_ok):
+    """The path of ``name`` (or ``name.gz`` when allowed) in ``directory``, or None."""
+    for candidate in ((name + ".gz", name) if gzip_ok else (name,)):
+        path = directory / candidate
+        if path.is_file():
+            return path
+    return None
+
+
+def _locate(spec, root):
+    """Map each needed file name to its path in the first complete directory, or raise."""
+    searched = []
+    for directory in _search_dirs(spec, root):
+        found = {name: _file_in(directory, name, spec.gzip_ok) for name in spec.files}
+        missing = [name for name, path in found.items() if path is None]
+        if not missing:
+            return found
+        searched.append(f"  {directory}: "
+                        + ("no such directory" if not directory.is_dir()
+                           else "missing " + ", ".join(missing)))
+    shown = [name + "[.gz]" if spec.gzip_ok else name for name in spec.files]
+    raise DatasetNotFoundError(
+        f"{spec.name}: cannot find the files {', '.join(shown)}.\n"
+        "Looked in:\n" + "\n".join(searched) + "\n"
+        f"Put them in {_download_dir(spec, root)} (or in <DIR>/{spec.folder} and pass root=DIR "
+        f"or set TINYUNITS_DATA=DIR), or fetch them with:\n"
+        f"  python datasets.py download {spec.name}"
+        + (f" --root {root}" if root is not None else ""))
+
+
+# --------------------------------------------------------------------------------------
+# Downloading
+
+
+class _TextProgress:
+    """Stand-in for tqdm when it is not installed: one rewritten line on stderr."""
+
+    def __init__(self, total, desc, disable):
+        """Progress over ``total`` bytes (None if unknown), labelled ``desc``."""
+        self.total, self.desc, self.disable, self.done = total, desc, disable, 0
+
+    def update(self, n):
+        """Count ``n`` more bytes and redraw the line."""
+        self.done += n
+        if not self.disable:
+            of = f" of {self.total / 1e6:.1f}" if self.total else ""
+            sys.stderr.write(f"\r{self.desc}: {self.done / 1e6:.1f}{of} MB")
+
+    def __enter__(self):
+        """Start showing progress."""
+        return self
+
+    def __exit__(self, *exc):
+        """End the progress line."""
+        if not self.disable:
+            sys.stderr.write("\n")
+
+
+def _progress(total, desc, enabled):
+    """A byte-counting progress bar (tqdm when available) usable as a context manager."""
+    if _tqdm is not None:
+        return _tqdm(total=total, desc=desc, unit="B", unit_scale=True, disable=not enabled)
+    return _TextProgress(total, desc, disable=not enabled)
+
+
+@contextlib.contextmanager
+def _atomic_file(dest):
+    """Yield a binary temp file beside ``dest``; it replaces ``dest`` only if the block succeeds."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            yield out
+        os.replace(tmp, dest)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _fetch(url, dest, sha256, *, no_verify=False, progress=False):
+    """Download ``url`` to ``dest``, installing it only once its SHA-256 matches ``sha256``.
+
+    With ``sha256=None`` the file cannot be verified and is refused unless
+    ``no_verify`` is true; its digest is then printed so that it can be pinned.
+    """
+    dest = Path(dest)
+    if sha256 is None and not no_verify:
+        raise DatasetError(
+            f"{url}: no SHA-256 is pinned for this file, so it cannot be verified; refusing to "
+            "install it. Rerun with --no-verify to accept it unverified.")
+    try:
+        response = urllib.request.urlopen(url, timeout=60)
+    except urllib.error.URLError as exc:
+        raise OSError(f"could not fetch {url}: {exc.reason}. Without network access, copy the "
+                      f"file by hand into {dest.parent}") from exc
+    with response, _atomic_file(dest) as out:
+        length = response.headers.get("Content-Length")
+        total = int(length) if length else None
+        digest, received = hashlib.sha256(), 0
+        with _progress(total, dest.name, progress) as bar:
+            while chunk := response.read(1 << 20):
+                out.write(chunk)
+                digest.update(chunk)
+                received += len(chunk)
+                bar.update(len(chunk))
+        if total is not None and received != total:
+            raise DatasetError(f"{url}: transfer ended after {received} of {total} bytes; "
+                               "file discarded")
+        got = digest.hexdigest()
+        if sha256 is not None and got != sha256:
+            raise DatasetError(f"{url}: SHA-256 mismatch: expected {sha256}, got {got}; "
+                               "file discarded")
+    if sha256 is None:
+        print(f"warning: installed {dest} UNVERIFIED (sha256 {got})", file=sys.stderr)
+
+
+def _extract(archive, members, dest_dir):
+    """Copy the regular files named ``members`` out of a tar or zip archive into ``dest_dir``.
+
+    Members are matched by base name and written under that name only, so paths
+    stored in the archive (absolute, ``..``) can never place a file elsewhere.
+    """
+    if tarfile.is_tarfile(archive):
+        with tarfile.open(archive) as tar:
+            found = {PurePosixPath(m.name).name: m for m in tar.getmembers() if m.isfile()}
+            _copy_members(archive, members, dest_dir, found, tar.extractfile)
+    elif zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as zf:
+            found = {PurePosixPath(i.filename).name: i for i in zf.infolist() if not i.is_dir()}
+            _copy_members(archive, members, dest_dir, found, zf.open)
+    else:
+        raise DatasetError(f"{archive}: neither a tar nor a zip archive")
+
+
+def _copy_members(archive, members, dest_dir, found, open_member):
+    """Write each wanted member of an open archive atomically into ``dest_dir``."""
+    missing = [m for m in members if m not in found]
+    if missing:
+        raise DatasetError(f"{archive}: the archive lacks {', '.join(missing)}")
+    for name in members:
+        with open_member(found[name]) as src, _atomic_file(Path(dest_dir) / name) as out:
+            shutil.copyfileobj(src, out)
+
+
+def download(name, root=None, *, no_verify=False, progress=None):
+    """Fetch the official files of data set ``name`` and return the folder holding them.
+
+    Files already present are kept. Archives (CIFAR-10, SGEMM) are verified,
+    unpacked and then deleted. ``progress=None`` shows a bar only on a terminal.
+    ``no_verify`` accepts files that have no pinned SHA-256; pinned ones are
+    always checked.
+    """
+    spec = _spec(name)
+    dest = _download_dir(spec, root)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    for remote in spec.remotes:
+        fetched = dest / PurePosixPath(urllib.parse.urlparse(remote.url).path).name
+        wanted = remote.members or (fetched.name,)
+        if all((dest / w).is_file() for w in wanted):
+            continue
+        _fetch(remote.url, fetched, remote.sha256, no_verify=no_verify, progress=progress)
+        if remote.members:
+            _extract(fetched, remote.members, dest)
+            fetched.unlink()
+    return dest
+
+
+# --------------------------------------------------------------------------------------
+# Image files: IDX (MNIST, Fashion-MNIST) and CIFAR-10 python batches
+
+
+def _read_bytes(path):
+    """The content of ``path``, gunzipped when it starts with the gzip magic bytes."""
+    raw = Path(path).read_bytes()
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DatasetError(f"{path}: corrupt or truncated gzip data ({exc})") from exc
+
+
+def _read_idx(path, ndim, item_shape):
+    """Parse an IDX file of unsigned bytes with ``ndim`` dimensions and items of ``item_shape``."""
+    raw = _read_bytes(path)
+    header = 4 + 4 * ndim
+    if len(raw) < header:
+        raise DatasetError(f"{path}: {len(raw)} bytes, too short for an IDX header "
+                           f"of {ndim} dimensions ({header} bytes)")
+    magic = int.from_bytes(raw[:4], "big")
+    expected = 0x0800 | ndim  # type code 0x08 = unsigned byte
+    if magic != expected:
+        raise DatasetError(f"{path}: IDX magic number 0x{magic:08x}, expected 0x{expected:08x} "
+                           f"(unsigned bytes, {ndim} dimension(s))")
+    dims = struct.unpack(f">{ndim}I", raw[4:header])
+    if dims[1:] != item_shape:
+        raise DatasetError(f"{path}: items of shape {dims[1:]}, expected {item_shape}")
+    size = math.prod(dims)
+    if len(raw) - header != size:
+        raise DatasetError(f"{path}: header announces shape {dims} = {size} bytes of data, "
+                           f"the file holds {len(raw) - header}")
+    return np.frombuffer(raw, np.uint8, offset=header).reshape(dims)
+
+
+def _check_labels(labels, n_images, n_classes, where):
+    """Labels as int64, after checking their count and range."""
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or len(labels) != n_images:
+        raise DatasetError(f"{where}: {labels.shape} labels for {n_images} images")
+    if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
+        raise DatasetError(f"{where}: labels range over [{labels.min()}, {labels.max()}], "
+                           f"expected 0..{n_classes - 1}")
+    return labels.astype(np.int64)
+
+
+def _to_float(images, normalize):
+    """uint8 images to float32: [0, 1] for "unit", (x - 0.5) / 0.5 for "standard"."""
+    x = images.astype(np.float32) / np.float32(255)
+    return (x - np.float32(0.5)) / np.float32(0.5) if normalize == "standard" else x
+
+
+def _check_normalize(normalize):
+    """Refuse an unknown normalisation before any file is read."""
+    if normalize not in ("unit", "standard"):
+        raise ValueError(f"normalize must be 'unit' or 'standard', got {normalize!r}")
+
+
+def _load_idx_set(name, root, normalize):
+    """(x_train, y_train, x_test, y_test) of an MNIST-format data set."""
+    _check_normalize(normalize)
+    paths = _locate(_spec(name), root)
+    out = []
+    for split in ("train", "t10k"):
+        images = _read_idx(paths[f"{split}-images-idx3-ubyte"], 3, (28, 28))
+        labels_path = paths[f"{split}-labels-idx1-ubyte"]
+        labels = _check_labels(_read_idx(labels_path, 1, ()), len(images), 10, labels_path)
+        out += [_to_float(images[:, None], normalize), labels]
+    return tuple(out)
+
+
+def load_mnist(root=None, normalize="unit"):
+    """MNIST from its IDX files (gzipped or not).
+
+    Returns (x_train, y_train, x_test, y_test): x float32 (N, 1, 28, 28), in [0, 1]
+    for ``normalize="unit"`` or [-1, 1] for ``"standard"``; y int64 in 0..9.
+    60000 training and 10000 test images.
+    """
+    return _load_idx_set("mnist", root, normalize)
+
+
+def load_fashion_mnist(root=None, normalize="unit"):
+    """Fashion-MNIST from its IDX files; same layout and conventions as :func:`load_mnist`."""
+    return _load_idx_set("fashion-mnist", root, normalize)
+
+
+def _plain_dtype(*args):
+    """numpy.dtype for the unpickler, refusing dtypes that hold Python objects."""
+    dtype = np.dtype(*args)
+    if dtype.hasobject:
+        raise pickle.UnpicklingError(f"dtype {dtype} holds Python objects")
+    return dtype
+
+
+_PICKLE_GLOBALS = {
+    ("numpy.core.multiarray", "_reconstruct"): _np_reconstruct,
+    ("numpy", "ndarray"): np.ndarray,
+    ("numpy", "dtype"): _plain_dtype,
+}
+
+
+class _PlainDataUnpickler(pickle.Unpickler):
+    """Unpickler that builds only plain data: dict, list, tuple, str, bytes, numbers and
+    NumPy arrays of plain dtypes.
+
+    The official CIFAR-10 batches pickle their images as NumPy arrays, so exactly
+    three globals are admitted: numpy.core.multiarray._reconstruct, numpy.ndarray
+    and numpy.dtype (the latter refusing object dtypes). Any other global
+    (os.system, builtins.eval, ...) is refused before it is looked up, so
+    loading a batch can never run code.
+    """
+
+    def find_class(self, module, name):
+        """Resolve only the admitted globals."""
+        try:
+            return _PICKLE_GLOBALS[(module, name)]
+        except KeyError:
+            raise pickle.UnpicklingError(
+                f"refused global {module}.{name}: only plain data and NumPy arrays are allowed"
+            ) from None
+
+
+def _read_cifar_batch(path):
+    """(images uint8 (N, 3, 32, 32), labels int64) of one CIFAR-10 python batch."""
+    try:
+        with open(path, "rb") as f:
+            batch = _PlainDataUnpickler(f, encoding="bytes").load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
+            IndexError, KeyError) as exc:
+        raise DatasetError(f"{path}: not a valid CIFAR-10 batch ({exc})") from exc
+    if not isinstance(batch, dict):
+        raise DatasetError(f"{path}: expected a dict, found {type(batch).__name__}")
+    batch = {k.decode() if isinstance(k, bytes) else k: v for k, v in batch.items()}
+    data, labels = batch.get("data"), batch.get("labels")
+    if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 \
+            or data.shape[1] != 3 * 32 * 32:
+        found = (f"{data.dtype} array of shape {data.shape}" if isinstance(data, np.ndarray)
+                 else type(data).__name__)
+        raise DatasetError(f"{path}: 'data' must be a uint8 array of shape (N, 3072), "
+                           f"found {found}")
+    if not isinstance(labels, list) or not all(isinstance(v, int) for v in labels):
+        raise DatasetError(f"{path}: 'labels' must be a list of ints")
+    return data.reshape(-1, 3, 32, 32), _check_labels(labels, len(data), 10, path)
+
+
+def load_cifar10(root=None, normalize="unit"):
+    """CIFAR-10 from the python batches of the official archive (cifar-10-python.tar.gz).
+
+    The batches are pickles; they are read by a restricted unpickler that admits
+    only plain data and NumPy array reconstruction (numpy.core.multiarray._reconstruct,
+    numpy.ndarray, numpy.dtype) and refuses every other global, so a tampered
+    file cannot run code. Returns (x_train, y_train, x_test, y_test): x float32
+    (N, 3, 32, 32) normalised as in :func:`load_mnist`, y int64 in 0..9
+    (50000 training images from data_batch_1..5, 10000 test from test_batch).
+    """
+    _check_normalize(normalize)
+    paths = _locate(_spec("cifar10"), root)
+    train = [_read_cifar_batch(paths[name]) for name in _CIFAR_FILES[:-1]]
+    x_test, y_test = _read_cifar_batch(paths["test_batch"])
+    return (_to_float(np.concatenate([x for x, _ in train]), normalize),
+            np.concatenate([y for _, y in train]),
+            _to_float(x_test, normalize), y_test)
+
+
+# --------------------------------------------------------------------------------------
+# SGEMM GPU kernel performance (UCI)
+
+_SGEMM_INPUTS = ("MWG", "NWG", "KWG", "MDIMC", "NDIMC", "MDIMA", "NDIMB", "KWI", "VWM", "VWN",
+                 "STRM", "STRN", "SA", "SB")
+_SGEMM_RUNS = ("Run1 (ms)", "Run2 (ms)", "Run3 (ms)", "Run4 (ms)")
+_SGEMM_POWERS_OF_TWO = 10  # the first ten inputs; the last four are binary
+
+
+def _read_sgemm_csv(path):
+    """The numeric table of sgemm_product.csv after checking its columns and values."""
+    with open(path, encoding="utf-8", newline="") as f:
+        columns = [c.strip() for c in f.readline().strip().split(",")]
+    expected = list(_SGEMM_INPUTS + _SGEMM_RUNS)
+    if columns != expected:
+        missing = [c for c in expected if c not in columns]
+        extra = [c for c in columns if c not in expected]
+        raise DatasetError(f"{path}: header columns {columns}, expected {expected}"
+                           f" (missing {missing}, unexpected {extra})")
+    try:
+        table = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    except ValueError as exc:
+        raise DatasetError(f"{path}: unreadable data row ({exc})") from exc
+    if len(table) == 0:
+        raise DatasetError(f"{path}: no data rows")
+    n_inputs = len(_SGEMM_INPUTS)
+    logged = [*range(_SGEMM_POWERS_OF_TWO), *range(n_inputs, len(expected))]
+    binary = list(range(_SGEMM_POWERS_OF_TWO, n_inputs))
+    checks = (
+        ("non-finite values", range(len(expected)), lambda v: ~np.isfinite(v)),
+        ("values <= 0 (log2 needs positive values)", logged, lambda v: v <= 0),
+        ("values other than 0 and 1", binary, lambda v: (v != 0) & (v != 1)),
+    )
+    for problem, cols, is_bad in checks:
+        bad = [expected[c] for c in cols if is_bad(table[:, c]).any()]
+        if bad:
+            raise DatasetError(f"{path}: {problem} in column(s) {bad}")
+    return table
+
+
+def load_sgemm(root=None, seed=0):
+    """The UCI "SGEMM GPU kernel performance" regression set, prepared as in the DAC paper.
+
+    Reads sgemm_product.csv (14 kernel parameters, then Run1..Run4 in ms).
+    Target: log2 of the mean of the four runs (the paper says only "one replica
+    each"; averaging the four is our choice). Inputs: log2 of the ten
+    power-of-two parameters, the four binary ones as they are; then every input
+    column is standardised with the mean and standard deviation of the training
+    split. The rows are split 70 % / 15 % / 15 % (train / validation / test) by a
+    permutation from ``numpy.random.default_rng(seed)``.
+
+    Returns (x_train, y_train, x_val, y_val, x_test, y_test), float32, x (N, 14), y (N,).
+    """
+    table = _read_sgemm_csv(_locate(_spec("sgemm"), root)["sgemm_product.csv"])
+    n_inputs = len(_SGEMM_INPUTS)
+    x = table[:, :n_inputs].copy()
+    x[:, :_SGEMM_POWERS_OF_TWO] = np.log2(x[:, :_SGEMM_POWERS_OF_TWO])
+    y = np.log2(table[:, n_inputs:].mean(axis=1))
+    order = np.random.default_rng(seed).permutation(len(table))
+    n_train, n_val = round(0.70 * len(table)), round(0.15 * len(table))
+    parts = np.split(order, [n_train, n_train + n_val])
+    mean, std = _train_statistics(x[parts[0]])
+    split = []
+    for idx in parts:
+        split += [((x[idx] - mean) / std).astype(np.float32), y[idx].astype(np.float32)]
+    return tuple(split)
+
+
+def _train_statistics(x_train):
+    """Per-column mean and standard deviation; constant columns get std 1 to avoid 0/0."""
+    mean, std = x_train.mean(axis=0), x_train.std(axis=0)
+    return mean, np.where(std > 0, std, 1.0)
+
+
+# --------------------------------------------------------------------------------------
+# HanNet checkerboard
+
+_BOARD_POINTS = 81        # grid points per axis, linspace(-1, 1, 81)
+_BOARD_START = 4          # the board fills T[4:76, 4:76]: 12 x 12 cells of 6 x 6 points
+_BOARD_CELL = 6
+_BOARD_END = _BOARD_START + 12 * _BOARD_CELL
+_BOARD_TRAIN = 1640       # 25 % of 6561, as in the paper
+
+
+def checkerboard_grid():
+    """The HanNet checkerboard as a grid: (coords (81,) float32, labels (81, 81) int64).
+
+    ``labels[i, j]`` is the label of the point (coords[i], coords[j]), with
+    coords = linspace(-1, 1, 81). Inside T[4:76, 4:76] the grid is cut into
+    12 x 12 cells of 6 x 6 points; cell (I, J) = ((i - 4) // 6, (j - 4) // 6) is
+    labelled 1 when I + J is even (so the corner cell at (-1, -1) is 1) and 0
+    otherwise; the border (rows and columns 0..3 and 76..80) is 0. That is 72
+    cells of ones (2592 points) and 3969 zeros. The paper fixes the board but not
+    which colour comes first; the corner-is-1 choice is ours.
+    """
+    coords = np.linspace(-1, 1, _BOARD_POINTS).astype(np.float32)
+    idx = np.arange(_BOARD_POINTS)
+    inside = (idx >= _BOARD_START) & (idx < _BOARD_END)
+    cell = (idx - _BOARD_START) // _BOARD_CELL
+    labels = ((cell[:, None] + cell[None, :]) % 2 == 0) & inside[:, None] & inside[None, :]
+    return coords, labels.astype(np.int64)
+
+
+def checkerboard(flip=0.0, seed=0):
+    """The HanNet checkerboard data set: all 6561 grid points, split 1640 train / 4921 test.
+
+    Points are (coords[i], coords[j]) of :func:`checkerboard_grid`, in row-major
+    order before the split; the split is a permutation from
+    ``numpy.random.default_rng(seed)``: its first 1640 points train, the rest test.
+    ``flip`` is the fraction of TRAINING labels to invert (round(flip * 1640)
+    points drawn without replacement from the same generator, after the split);
+    test labels stay clean. Each label is duplicated into two columns, as the
+    paper's nets have two outputs.
+
+    Returns (x_train, y_train, x_test, y_test): x float32 (N, 2), y float32 (N, 2).
+    """
+    if not 0.0 <= flip <= 1.0:
+        raise ValueError(f"flip must be a fraction in [0, 1], got {flip}")
+    coords, labels = checkerboard_grid()
+    xx, yy = np.meshgrid(coords, coords, indexing="ij")
+    points = np.stack([xx.ravel(), yy.ravel()], axis=1)
+    targets = labels.ravel().astype(np.float32)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(points))
+    train, test = order[:_BOARD_TRAIN], order[_BOARD_TRAIN:]
+    y_train = targets[train]
+    flipped = rng.choice(_BOARD_TRAIN, size=round(flip * _BOARD_TRAIN), replace=False)
+    y_train[flipped] = 1.0 - y_train[flipped]
+    return (points[train], np.repeat(y_train[:, None], 2, axis=1),
+            points[test], np.repeat(targets[test][:, None], 2, axis=1))
+
+
+# --------------------------------------------------------------------------------------
+# Focusing neuron: Gaussian blobs among noise columns
+
+
+def focus_blobs(n_samples=2000, n_informative=20, n_noise=20, noise_side="left", seed=0,
+                class_sep=1.0):
+    """The focusing-neuron "learning to focus" set: 2 classes of Gaussian blobs among noise.
+
+    Informative features: 4 clusters, 2 per class, each ``n_samples // 4`` points
+    (the first ``n_samples % 4`` clusters get one more) drawn from N(c, I) around a
+    centre c that is a distinct random vertex of the hypercube {-class_sep,
+    +class_sep}^n_informative (as sklearn's make_classification places its
+    clusters, but without its random covariances). Clusters 0 and 1 are class 0,
+    clusters 2 and 3 class 1. Noise: ``n_noise`` columns U[0, 1) (the author's
+    code; the paper's text says N(0, 1)), all on the left (``noise_side="left"``)
+    or ``n_noise // 2`` on the left and the rest on the right (``"both"``).
+    Rows are shuffled, split 70 % train / 30 % test, and every column is
+    standardised with the training mean and standard deviation. All randomness
+    comes from ``numpy.random.default_rng(seed)``.
+
+    Returns (x_train, y_train, x_test, y_test, informative): x float32, y int64,
+    informative a bool mask over the n_informative + n_noise columns.
+    """
+    if noise_side not in ("left", "both"):
+        raise ValueError(f"noise_side must be 'left' or 'both', got {noise_side!r}")
+    if n_informative < 2 or n_samples < 4:
+        raise ValueError("focus_blobs needs n_informative >= 2 and n_samples >= 4, got "
+                         f"{n_informative} and {n_samples}")
+    rng = np.random.default_rng(seed)
+    centres = rng.choice([-class_sep, class_sep], size=(4, n_informative))
+    while len(np.unique(centres, axis=0)) < 4:  # four distinct vertices; rare redraw
+        centres = rng.choice([-class_sep, class_sep], size=(4, n_informative))
+    cluster = np.arange(n_samples) % 4
+    informative_x = centres[cluster] + rng.standard_normal((n_samples, n_informative))
+    labels = (cluster >= 2).astype(np.int64)
+    noise = rng.random((n_samples, n_noise))
+    n_left = n_noise if noise_side == "left" else n_noise // 2
+    x = np.concatenate([noise[:, :n_left], informative_x, noise[:, n_left:]], axis=1)
+    informative = np.zeros(x.shape[1], dtype=bool)
+    informative[n_left:n_left + n_informative] = True
+    order = rng.permutation(n_samples)
+    n_train = round(0.7 * n_samples)
+    train, test = order[:n_train], order[n_train:]
+    mean, std = _train_statistics(x[train])
+    return (((x[train] - mean) / std).astype(np.float32), labels[train],
+            ((x[test] - mean) / std).astype(np.float32), labels[test], informative)
+
+
+# --------------------------------------------------------------------------------------
+# Two-argument activations: the session-I random smooth map
+
+_MAP_POINTS = 101
+_MAP_EXTENT = 5.0
+_MAP_SIGMA = 1.0 / 3.0
+
+
+def smooth_map_grid(seed=0):
+    """The session-I target of the two-argument paper as a grid: (coords (101,), z (101, 101)).
+
+    coords = linspace(-5, 5, 101) (spacing 0.1). A map M = default_rng(seed).uniform(-1, 1,
+    size=(101, 101)) is convolved ('same' size, zero padding outside the grid)
+    with the Gaussian exp(-(u^2 + v^2) / (2 sigma^2)), sigma = 1/3, sampled at the
+    grid offsets u, v in coords and normalised to sum 1:
+        z[i, j] = sum_{p, q} M[p, q] * K[i - p + 50, j - q + 50].
+    The Gaussian is separable, so this is two 1-D convolutions. ``z[i, j]`` is the
+    value at (coords[i], coords[j]). The values are small (std about 0.05) because the
+    kernel averages some 70 independent draws; they are not rescaled.
+    """
+    coords = np.linspace(-_MAP_EXTENT, _MAP_EXTENT, _MAP_POINTS)
+    kernel = np.exp(-coords ** 2 / (2 * _MAP_SIGMA ** 2))
+    kernel /= kernel.sum()
+    noise = np.random.default_rng(seed).uniform(-1, 1, size=(_MAP_POINTS, _MAP_POINTS))
+    rows = np.array([np.convolve(r, kernel, mode="same") for r in noise])
+    z = np.array([np.convolve(c, kernel, mode="same") for c in rows.T]).T
+    return coords.astype(np.float32), z.astype(np.float32)
+
+
+def random_smooth_map(seed=0):
+    """The session-I pretraining set: X float32 (10201, 2) grid points, z float32 (10201,).
+
+    Row k = i * 101 + j holds the point (coords[i], coords[j]) and target z[i, j]
+    of :func:`smooth_map_grid` (use that function for the 101 x 101 grid).
+    """
+    coords, z = smooth_map_grid(seed)
+    xx, yy = np.meshgrid(coords, coords, indexing="ij")
+    return np.stack([xx.ravel(), yy.ravel()], axis=1), z.ravel()
+
+
+# --------------------------------------------------------------------------------------
+# TMAF regression targets (the paper's own formulas are lost; these are ours)
+
+
+def tmaf_smooth_fn(x):
+    """The smooth TMAF target f(x) = prod_d sin(pi * x_d) for x of shape (n, d)."""
+    return np.prod(np.sin(np.pi * np.asarray(x, dtype=np.float64)), axis=1)
+
+
+def tmaf_oscillatory_fn(x):
+    """The oscillatory TMAF target f(x) = sin(2 pi x) + 0.5 sin(20 pi x) for x of shape (n, 1)."""
+    x = np.asarray(x, dtype=np.float64)[:, 0]
+    return np.sin(2 * np.pi * x) + 0.5 * np.sin(20 * np.pi * x)
+
+
+def tmaf_smooth_target(n=20000, seed=0, dim=2):
+    """Samples of the smooth TMAF target f(x) = prod_d sin(pi x_d) on the hypercube [0, 1]^dim.
+
+    x ~ U[0, 1)^dim from ``numpy.random.default_rng(seed)``. The paper's formula
+    is lost; this one is smooth, zero on the boundary, with a single bump of
+    height 1 at the centre. Returns x float32 (n, dim), y float32 (n,).
+    """
+    x = np.random.default_rng(seed).random((n, dim))
+    return x.astype(np.float32), tmaf_smooth_fn(x).astype(np.float32)
+
+
+def tmaf_oscillatory_target(n=20000, seed=0):
+    """Samples of the two-frequency TMAF target f(x) = sin(2 pi x) + 0.5 sin(20 pi x) on [0, 1).
+
+    One slow period plus ten fast ones of half the amplitude: a ReLU network of
+    modest size fits the slow sine and misses the fast one, as the paper reports
+    for its (lost) formula. x ~ U[0, 1) from ``numpy.random.default_rng(seed)``.
+    Returns x float32 (n, 1), y float32 (n,).
+    """
+    x = np.random.default_rng(seed).random((n, 1))
+    return x.astype(np.float32), tmaf_oscillatory_fn(x).astype(np.float32)
+
+
+# --------------------------------------------------------------------------------------
+# DAC toys: Figure 7 and Theorem C.1
+
+
+def dac_figure7(which="a"):
+    """The point sets of the DAC paper's Figure 7 as (X float32 (n, 2), y int64 (n,)).
+
+    The paper gives no coordinates; these sets are built to match its caption.
+
+    "a": three collinear points, (0, 0) and (2, 2) white (label 0), (1, 1) black
+    (label 1): not linearly separable, since the middle of three collinear points
+    lies between the other two. One DAC unit separates them: the biases (-0.5, 0.5)
+    move the leftmost point into the second quadrant, ReLU projects it onto the
+    vertical axis, and w = (-2, 1.5) gives 0.75, 1.25, 0.75, so the threshold 1
+    singles out the black point.
+
+    "b": the points of a 0.25-spaced grid on [-2, 2]^2, label 1 (blue) inside the
+    square |x1| + |x2| < 1 and 0 (green) outside it; the 16 grid points on its
+    edge are left out. 25 blue and 248 green points. The caption's net
+    g(f(x)) = phi(1 + x1) + phi(1 + x2) - 2 phi(x1) - 2 phi(x2) - 1 is positive
+    exactly on the blue points. (It is 0, not negative as the caption says, on
+    the half-axes x1 <= -1, x2 = 0 and x2 <= -1, x1 = 0, which hold green points
+    here: separate with g > 0.)
+    """
+    if which == "a":
+        return (np.array([[0, 0], [1, 1], [2, 2]], dtype=np.float32),
+                np.array([0, 1, 0], dtype=np.int64))
+    if which == "b":
+        ticks = np.arange(-8, 9)  # quarter units, so the edge test is exact in integers
+        a, b = np.meshgrid(ticks, ticks, indexing="ij")
+        a, b = a.ravel(), b.ravel()
+        l1 = np.abs(a) + np.abs(b)
+        keep = l1 != 4
+        points = np.stack([a[keep], b[keep]], axis=1) / 4.0
+        return points.astype(np.float32), (l1[keep] < 4).astype(np.int64)
+    raise ValueError(f"which must be 'a' or 'b', got {which!r}")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)  # arrays have no single truth value
+class PiecewiseLinear:
+    """A continuous piecewise-linear function written as one DAC unit with replicated input.
+
+    f(x) = sum_j weight[j] * relu(bias[j] + x) (Theorem C.1's f_{k,w,b}). On the
+    sampled interval it has exactly k linear pieces: slope ``slopes[m]`` between
+    consecutive ``breakpoints`` (the k - 1 kinks inside the interval). ``x`` and
+    ``y`` are the sampled grid (float32); calling the object evaluates f anywhere.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    breakpoints: np.ndarray
+    slopes: np.ndarray
+    weight: np.ndarray
+    bias: np.ndarray
+
+    def __call__(self, x):
+        """f at the points ``x`` (any shape), in float64."""
+        x = np.asarray(x, dtype=np.float64)
+        return np.maximum(self.bias + x[..., None], 0.0) @ self.weight
+
+
+def random_pl_function(k, seed=0, n=1001, interval=(-1.0, 1.0)):
+    """A random continuous piecewise-linear function with exactly k pieces on ``interval``.
+
+    Drawn from ``numpy.random.default_rng(seed)`` in the DAC form of Theorem C.1,
+    so a DAC unit with k replicated inputs represents it exactly:
+    f(x) = sum_{j=1..k} w_j relu(x - t_j), bias b_j = -t_j.
+    t_1 = lo - U(0, 1) lies left of the interval (it sets the first piece's
+    offset); t_2 < ... < t_k are one per equal sub-interval of (lo, hi), uniform
+    in its middle 80 %, so pieces are never vanishingly short; w_j = +-U(0.5, 2)
+    with random signs, so consecutive slopes always differ. Returns a
+    :class:`PiecewiseLinear` sampled at n points of linspace(lo, hi, n).
+    """
+    if k < 1:
+        raise ValueError(f"k must be a positive integer, got {k}")
+    lo, hi = interval
+    rng = np.random.default_rng(seed)
+    width = (hi - lo) / max(k - 1, 1)
+    inner = lo + width * (np.arange(k - 1) + 0.1 + 0.8 * rng.random(k - 1))
+    knots = np.concatenate([[lo - rng.random()], inner])
+    weight = rng.choice([-1.0, 1.0], size=k) * rng.uniform(0.5, 2.0, size=k)
+    fn = PiecewiseLinear(np.empty(0), np.empty(0), inner, np.cumsum(weight), weight, -knots)
+    x = np.linspace(lo, hi, n)
+    return dataclasses.replace(fn, x=x.astype(np.float32), y=fn(x).astype(np.float32))
+
+
+# --------------------------------------------------------------------------------------
+# Engine-lesson toys
+
+
+def two_moons(n=200, noise=0.1, seed=0):
+    """Two interleaved half circles: X float32 (n, 2), y int64 (n,).
+
+    Class 0: (cos t, sin t), class 1: (1 - cos t, 0.5 - sin t), t evenly spaced
+    in [0, pi]; class 0 gets n - n // 2 points, class 1 n // 2. Gaussian noise of
+    standard deviation ``noise`` is added, rows are shuffled; all randomness
+    from ``numpy.random.default_rng(seed)``.
+    """
+    n_inner = n // 2
+    t_outer = np.linspace(0, np.pi, n - n_inner)
+    t_inner = np.linspace(0, np.pi, n_inner)
+    x = np.concatenate([np.stack([np.cos(t_outer), np.sin(t_outer)], axis=1),
+                        np.stack([1 - np.cos(t_inner), 0.5 - np.sin(t_inner)], axis=1)])
+    y = np.repeat(np.array([0, 1], dtype=np.int64), [n - n_inner, n_inner])
+    return _noisy_shuffled(x, y, noise, seed)
+
+
+def spirals(n=300, n_classes=2, noise=0.1, seed=0):
+    """Interleaved spiral arms, one per class: X float32 (n, 2), y int64 (n,).
+
+    Class c has n // n_classes points (the first n % n_classes classes one more) at
+    radius r evenly spaced in [0, 1] and angle 4 r + 2 pi c / n_classes, i.e.
+    (r sin a, r cos a); Gaussian noise of standard deviation ``noise`` is added,
+    rows are shuffled; all randomness from ``numpy.random.default_rng(seed)``.
+    """
+    counts = [n // n_classes + (c < n % n_classes) for c in range(n_classes)]
+    radius = np.concatenate([np.linspace(0, 1, m) for m in counts])
+    y = np.repeat(np.arange(n_classes, dtype=np.int64), counts)
+    angle = 4 * radius + 2 * np.pi * y / n_classes
+    return _noisy_shuffled(radius[:, None] * np.stack([np.sin(angle), np.cos(angle)], axis=1),
+                           y, noise, seed)
+
+
+def _noisy_shuffled(x, y, noise, seed):
+    """Add N(0, noise^2) to x and shuffle the rows, both from default_rng(seed)."""
+    rng = np.random.default_rng(seed)
+    x = x + noise * rng.standard_normal(x.shape)
+    order = rng.permutation(len(x))
+    return x[order].astype(np.float32), y[order]
+
+
+# --------------------------------------------------------------------------------------
+# Batching
+
+
+def _check_pair(X, y):
+    """Refuse inputs and targets of different lengths."""
+    if len(X) != len(y):
+        raise ValueError(f"X has {len(X)} rows but y has {len(y)}")
+
+
+def batches(X, y, batch_size, shuffle=True, seed=None):
+    """Yield (xb, yb) mini-batches covering every row once; the last may be smaller.
+
+    With ``shuffle`` the rows are visited in the order of
+    ``numpy.random.default_rng(seed).permutation`` (seed None: fresh entropy).
+    """
+    _check_pair(X, y)
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    order = np.random.default_rng(seed).permutation(len(X)) if shuffle else np.arange(len(X))
+    for start in range(0, len(X), batch_size):
+        idx = order[start:start + batch_size]
+        yield X[idx], y[idx]
+
+
+def train_val_split(X, y, val_fraction, seed=0):
+    """Split rows at random into (X_train, y_train, X_val, y_val).
+
+    round(val_fraction * N) rows go to validation, chosen by
+    ``numpy.random.default_rng(seed).permutation``.
+    """
+    _check_pair(X, y)
+    if not 0.0 < val_fraction < 1.0:
+        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    order = np.random.default_rng(seed).permutation(len(X))
+    n_val = round(val_fraction * len(X))
+    val, train = order[:n_val], order[n_val:]
+    return X[train], y[train], X[val], y[val]
+
+
+# --------------------------------------------------------------------------------------
+# Command line
+
+
+def main(argv=None):
+    """``python datasets.py download NAME [--root DIR] [--no-verify] [--quiet]``."""
+    parser = argparse.ArgumentParser(prog="python datasets.py",
+                                     description="Fetch the real data sets tinyunits uses.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    fetch = commands.add_parser("download", help="download, verify and install a data set")
+    fetch.add_argument("name", choices=sorted(_SPECS))
+    fetch.add_argument("--root", help="data directory (default: $TINYUNITS_DATA, else "
+                                      f"{_cache_dir()})")
+    fetch.add_argument("--no-verify", action="store_true",
+                       help="accept files that have no pinned SHA-256 (pinned ones are always "
+                            "checked)")
+    fetch.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    try:
+        dest = download(args.name, args.root, no_verify=args.no_verify,
+                        progress=False if args.quiet else None)
+    except (DatasetError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"{args.name}: files are in {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
