@@ -1,0 +1,232 @@
+"""DAC, the Dendrite-Activated Connection: the activation moves onto each connection,
+with its own bias.  Paper: ../papers/dac_unshared_biases.md (Metta et al.).
+
+A standard unit (eq. 1) adds its bias and activates after the sum; every unit
+downstream then sees the same filtered value.  A DAC unit (eq. 2) filters each
+input separately, with a bias of its own for every connection (i, j):
+
+Dense, eq. (4):   y[b,i] = sum_j W[i,j] * phi(B[i,j] + x[b,j])
+Backward, eq. (7) (g = dE/dy):
+                  dW[i,j] = sum_b phi(B[i,j] + x[b,j]) * g[b,i]
+                  dB[i,j] = W[i,j] * sum_b phi'(B[i,j] + x[b,j]) * g[b,i]
+                  dx[b,j] = sum_i W[i,j] * phi'(B[i,j] + x[b,j]) * g[b,i]
+The last line is the paper's "granular masking": each term of the sum over i
+has its own mask phi'(B[i,j] + x[b,j]); a standard unit has one mask for all i.
+
+Conv, eq. (5), with the biases shared over kernel positions (B is (out, in)):
+                  A[b,i,j] = zero-pad(phi(B[i,j] + x[b,j]))          (cached once per (i, j))
+                  y[b,i,h,w] = sum_{j,p,q} W[i,j,p,q] * A[b,i,j, h*s+p, w*s+q]
+Backward, the conv analogue of eq. (7):
+                  dW[i,j,p,q] = sum_{b,h,w} g[b,i,h,w] * A[b,i,j, h*s+p, w*s+q]
+                  dA[b,i,j, h*s+p, w*s+q] += W[i,j,p,q] * g[b,i,h,w]   (then drop the pad)
+                  dB[i,j] = sum_{b,h,w} dA[b,i,j] * phi'(B[i,j] + x[b,j])
+                  dx[b,j] = sum_i dA[b,i,j] * phi'(B[i,j] + x[b,j])
+
+The (batch, out, in[, H, W]) tensor of activated inputs is never held whole: both
+passes walk over blocks of output units (`_blocks`) and the backward recomputes
+phi and phi' per block instead of storing them.
+
+Section 4's cost accounting (`section4_counts`): against the standard connection
+it replaces, DAC adds (out*in - in) biases (the m shared biases of the previous
+post-activation are dropped) and (out*in - in) additions per input position.
+"""
+from __future__ import annotations
+
+from ..backend import get_array_module
+from ..function import Function
+from ..nn import init
+from ..nn.module import Module, Parameter
+from ..ops.conv import conv_output_size, pad2d, unpad2d
+from ..ops.elementwise import GELU, LeakyReLU, ReLU, Tanh
+
+ACTIVATIONS = {"relu": ReLU, "leaky_relu": LeakyReLU, "tanh": Tanh, "gelu": GELU}
+BLOCK_ELEMENTS = 2 ** 20  # ~4 MB of float32 per block: stays in cache, never near 1 GiB
+
+
+def phi(activation: str, z):
+    return ACTIVATIONS[activation]().forward(z)
+
+
+def phi_and_slope(activation: str, z):
+    """phi(z) and phi'(z), from the activation's own Function (one definition of each)."""
+    fn = ACTIVATIONS[activation]()
+    a = fn.forward(z)
+    return a, fn.backward(get_array_module(z).ones((), dtype=z.dtype))[0]
+
+
+def _blocks(n_out: int, elements_per_unit: int, budget: int = BLOCK_ELEMENTS):
+    """Slices over the output units, each covering about `budget` activated elements."""
+    step = max(1, budget // max(1, elements_per_unit))
+    return [slice(start, min(start + step, n_out)) for start in range(0, n_out, step)]
+
+
+# --------------------------------------------------------------------------- dense
+class DACLinearFn(Function):
+    def __init__(self, activation="relu", budget=BLOCK_ELEMENTS):
+        self.activation, self.budget = activation, budget
+
+    def forward(self, x, W, B):
+        self.x, self.W, self.B = x, W, B
+        xp = get_array_module(x)
+        y = xp.empty((x.shape[0], W.shape[0]), dtype=x.dtype)
+        for I in _blocks(W.shape[0], x.size, self.budget):
+            A = phi(self.activation, B[I, None, :] + x)               # (c, b, in): phi(B[i,j] + x[b,j])
+            y[:, I] = (A @ W[I, :, None])[:, :, 0].T                   # eq. (4): sum_j W[i,j] * A
+        return y
+
+    def backward(self, g):
+        x, W, B = self.x, self.W, self.B
+        xp = get_array_module(x)
+        gx, gW, gB = xp.zeros_like(x), xp.empty_like(W), xp.empty_like(B)
+        for I in _blocks(W.shape[0], x.size, self.budget):
+            A, D = phi_and_slope(self.activation, B[I, None, :] + x)  # recomputed per block
+            gT = g[:, I].T                                            # (c, b)
+            gW[I] = (gT[:, None, :] @ A)[:, 0]                        # eq. (7): sum_b phi * g
+            M = D * gT[:, :, None]                                    # phi'(B[i,j] + x[b,j]) * g[b,i]
+            gB[I] = W[I] * M.sum(axis=1)                              # eq. (7): W * sum_b phi' * g
+            gx += (M * W[I, None, :]).sum(axis=0)                     # eq. (7): sum_i W * phi' * g
+        return gx, gW, gB
+
+
+def dac_linear(x, W, B, activation="relu"):
+    return DACLinearFn(activation)(x, W, B)
+
+
+# --------------------------------------------------------------------------- conv
+class DACConv2dFn(Function):
+    def __init__(self, stride=1, padding=0, activation="relu", budget=BLOCK_ELEMENTS):
+        self.stride, self.padding = stride, padding
+        self.activation, self.budget = activation, budget
+
+    @staticmethod
+    def _z(x, B, I):
+        """B[i,j] + x[b,j] for the block I of output units: (b, c, in, H, W)."""
+        return B[None, I, :, None, None] + x[:, None]
+
+    def _taps(self, Ho, Wo):
+        """(p, q, slice of the padded map that kernel tap (p, q) reads for every output)."""
+        k, s = self.k, self.stride
+        return [(p, q, (Ellipsis, slice(p, p + s * (Ho - 1) + 1, s), slice(q, q + s * (Wo - 1) + 1, s)))
+                for p in range(k) for q in range(k)]
+
+    def forward(self, x, W, B):
+        self.x, self.W, self.B, self.k = x, W, B, W.shape[2]
+        xp = get_array_module(x)
+        Ho, Wo = (conv_output_size(n, self.k, self.stride, self.padding) for n in x.shape[2:])
+        y = xp.zeros((x.shape[0], W.shape[0], Ho, Wo), dtype=x.dtype)
+        for I in _blocks(W.shape[0], x.size, self.budget):
+            A = pad2d_5d(phi(self.activation, self._z(x, B, I)), self.padding)  # eq. (5), cached per (i, j)
+            for p, q, window in self._taps(Ho, Wo):                   # k*k taps, each over all positions
+                y[:, I] += xp.einsum("bcjhw,cj->bchw", A[window], W[I, :, p, q])
+        return y
+
+    def backward(self, g):
+        x, W, B = self.x, self.W, self.B
+        xp = get_array_module(x)
+        gx, gW, gB = xp.zeros_like(x), xp.empty_like(W), xp.empty_like(B)
+        for I in _blocks(W.shape[0], x.size, self.budget):
+            A, D = phi_and_slope(self.activation, self._z(x, B, I))
+            A = pad2d_5d(A, self.padding)
+            gA, gI = xp.zeros_like(A), g[:, I]
+            for p, q, window in self._taps(*g.shape[2:]):
+                gW[I, :, p, q] = xp.einsum("bchw,bcjhw->cj", gI, A[window])     # dW = sum g * A
+                gA[window] += gI[:, :, None] * W[I, :, p, q, None, None]        # dA += W * g
+            M = unpad2d_5d(gA, self.padding) * D                                # dA * phi'
+            gB[I] = M.sum(axis=(0, 3, 4))                                       # dB = sum_{b,h,w}
+            gx += M.sum(axis=1)                                                 # dx = sum_i
+        return gx, gW, gB
+
+
+def pad2d_5d(a, padding: int):
+    """Zero-pad the last two axes of (b, c, in, H, W) (the activated map, as eq. 5 says)."""
+    b, c, m, H, W = a.shape
+    return pad2d(a.reshape(b, c * m, H, W), padding).reshape(b, c, m, H + 2 * padding, W + 2 * padding)
+
+
+def unpad2d_5d(a, padding: int):
+    b, c, m, H, W = a.shape
+    return unpad2d(a.reshape(b, c * m, H, W), padding).reshape(b, c, m, H - 2 * padding, W - 2 * padding)
+
+
+def dac_conv2d(x, W, B, stride=1, padding=0, activation="relu"):
+    return DACConv2dFn(stride, padding, activation)(x, W, B)
+
+
+# --------------------------------------------------------------------------- modules
+def _check_activation(layer: str, activation: str) -> None:
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"{layer}: activation must be one of {sorted(ACTIVATIONS)}, "
+                         f"got {activation!r}")
+
+
+class DACLinear(Module):
+    """Dense DAC layer, eq. (4): weight (out, in) He-normal, bias (out, in) zero (section 5)."""
+
+    def __init__(self, in_features, out_features, activation="relu"):
+        super().__init__()
+        _check_activation("DACLinear", activation)
+        self.in_features, self.out_features, self.activation = in_features, out_features, activation
+        self.weight = Parameter(init.he_normal((out_features, in_features)))
+        self.bias = Parameter(init.zeros((out_features, in_features)))
+
+    def forward(self, x):
+        self.check_input(x, x.ndim == 2 and x.shape[1] == self.in_features,
+                         f"(B, {self.in_features})")
+        return dac_linear(x, self.weight, self.bias, self.activation)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"activation={self.activation!r}")
+
+
+class DACConv2d(Module):
+    """Conv DAC layer, eq. (5): weight (out, in, k, k) He-normal, bias (out, in) zero."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 activation="relu"):
+        super().__init__()
+        _check_activation("DACConv2d", activation)
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.activation = activation
+        self.weight = Parameter(init.he_normal((out_channels, in_channels, kernel_size, kernel_size)))
+        self.bias = Parameter(init.zeros((out_channels, in_channels)))
+
+    def forward(self, x):
+        big_enough = x.ndim == 4 and min(x.shape[2:]) + 2 * self.padding >= self.kernel_size
+        self.check_input(x, big_enough and x.shape[1] == self.in_channels,
+                         f"(B, {self.in_channels}, H, W) with H, W + 2*padding >= "
+                         f"{self.kernel_size}")
+        return dac_conv2d(x, self.weight, self.bias, self.stride, self.padding, self.activation)
+
+    def extra_repr(self):
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, padding={self.padding}, activation={self.activation!r}")
+
+
+# --------------------------------------------------------------------------- section 4
+def section4_counts(layer, input_hw=(1, 1)) -> dict:
+    """Count, for one DAC layer, what section 4 counts (activation calls are free).
+
+    Standard connection: the weights, plus the m shared biases of the post-activation
+    of the layer before, and per position m*n*L^2 multiplications, as many additions,
+    and m bias additions.  DAC: the same weights, n*m biases, and n*m bias additions
+    per input position (the cached phi(B[i,j] + z), computed once per (i, j)).
+    `input_hw` is the input map size for a conv (for a dense layer leave (1, 1)).
+    """
+    m, n = layer.bias.shape[1], layer.bias.shape[0]
+    positions = input_hw[0] * input_hw[1]
+    if isinstance(layer, DACConv2d):
+        out_positions = 1
+        for size in input_hw:
+            out_positions *= conv_output_size(size, layer.kernel_size, layer.stride, layer.padding)
+    else:
+        out_positions = positions
+    weights = layer.weight.size
+    linear_flops = 2 * weights * out_positions
+    return dict(weights=weights, dac_biases=layer.bias.size, shared_biases=m,
+                standard_params=weights + m, dac_params=weights + n * m,
+                standard_flops=linear_flops + m * positions,
+                dac_flops=linear_flops + n * m * positions,
+                parameter_increase=1 + (n * m - m) / weights,
+                flop_increase=1 + (n * m - m) * positions / linear_flops)
