@@ -170,5 +170,5 @@ class MultiArgActivation(Module):
                             f"net), got {x.dtype}")
         return self.inner.apply(x)
 
-    def extra_repr(self):
-        return f"n_args={self.inner.n_args}"
+    def __repr__(self):  # one line, so that error messages naming the layer stay readable
+        return f"MultiArgActivation(inner={self.inner!r})"
