@@ -211,4 +211,4 @@ class TMAF(Module):
 
     def extra_repr(self):
         s = ", ".join(f"{v:g}" for v in backend.to_host(self.breakpoints).tolist())
-        return f"{self.num_features}, breakpoints=({s}), kind={self.kind!r}, init={self.init!r}"
+        return f"{self.num_features}, breakpoints=[{s}], kind={self.kind!r}, init={self.init!r}"
