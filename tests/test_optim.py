@@ -1,0 +1,97 @@
+"""Optimisers against their textbook update rules, written independently here."""
+import numpy as np
+import pytest
+
+import tinyunits as tu
+from tinyunits import nn, optim
+
+
+def quadratic_steps(make_opt, steps=5):
+    """Minimise 0.5 ||p - t||^2 from p = 0; return the trajectory of p."""
+    p = nn.Parameter(np.zeros(3), dtype="float64")
+    target = tu.tensor([1.0, -2.0, 0.5], dtype="float64")
+    opt = make_opt([p])
+    out = []
+    for _ in range(steps):
+        opt.zero_grad()
+        (((p - target) ** 2).sum() * 0.5).backward()
+        opt.step()
+        out.append(p.numpy().copy())
+    return np.array(out), np.array([1.0, -2.0, 0.5])
+
+
+def test_sgd_momentum_nesterov_weight_decay_match_reference():
+    lr, mu, wd = 0.1, 0.9, 0.01
+    for nesterov in (False, True):
+        got, t = quadratic_steps(lambda ps: optim.SGD(ps, lr=lr, momentum=mu, nesterov=nesterov,
+                                                      weight_decay=wd))
+        p, v, want = np.zeros(3), None, []
+        for _ in range(5):
+            g = (p - t) + wd * p
+            v = g.copy() if v is None else mu * v + g
+            p = p - lr * (g + mu * v if nesterov else v)
+            want.append(p)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("cls,decoupled", [(optim.Adam, False), (optim.AdamW, True)])
+def test_adam_and_adamw_match_reference(cls, decoupled):
+    lr, b1, b2, eps, wd = 0.05, 0.9, 0.999, 1e-8, 0.1
+    got, t = quadratic_steps(lambda ps: cls(ps, lr=lr, weight_decay=wd))
+    p, m, v, want = np.zeros(3), np.zeros(3), np.zeros(3), []
+    for k in range(1, 6):
+        g = (p - t) + (0 if decoupled else wd * p)
+        m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+        if decoupled:
+            p = p * (1 - lr * wd)
+        p = p - lr * (m / (1 - b1 ** k)) / (np.sqrt(v / (1 - b2 ** k)) + eps)
+        want.append(p)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+
+
+def test_parameter_groups_have_their_own_learning_rates():
+    a, b = nn.Parameter(np.ones(2)), nn.Parameter(np.ones(2))
+    opt = optim.SGD([{"params": [a]}, {"params": [b], "lr": 0.5}], lr=0.1)
+    a.grad, b.grad = tu.backend.asarray(np.ones(2, np.float32)), tu.backend.asarray(np.ones(2, np.float32))
+    opt.step()
+    np.testing.assert_allclose(a.numpy(), 0.9, rtol=1e-6)
+    np.testing.assert_allclose(b.numpy(), 0.5, rtol=1e-6)
+
+
+def test_parameters_without_grad_are_skipped():
+    p = nn.Parameter(np.ones(2))
+    optim.Adam([p], lr=1.0).step()
+    np.testing.assert_array_equal(p.numpy(), [1.0, 1.0])
+
+
+def test_schedulers():
+    opt = optim.SGD([nn.Parameter(np.ones(1))], lr=1.0)
+    step = optim.StepLR(opt, step_size=2, gamma=0.5)
+    lrs = []
+    for _ in range(5):
+        step.step()
+        lrs.append(step.get_lr()[0])
+    assert lrs == [1.0, 0.5, 0.5, 0.25, 0.25]
+    opt = optim.SGD([nn.Parameter(np.ones(1))], lr=1.0)
+    multi = optim.MultiStepLR(opt, milestones=[2, 4], gamma=0.2)
+    lrs = []
+    for _ in range(5):
+        multi.step()
+        lrs.append(round(multi.get_lr()[0], 10))
+    assert lrs == [1.0, 0.2, 0.2, 0.04, 0.04]
+
+
+def test_clip_grad_norm_scales_to_max_norm():
+    p, q = nn.Parameter(np.zeros(2)), nn.Parameter(np.zeros(1))
+    p.grad = tu.backend.asarray(np.array([3.0, 0.0], np.float32))
+    q.grad = tu.backend.asarray(np.array([4.0], np.float32))
+    assert optim.clip_grad_norm([p, q], 1.0) == pytest.approx(5.0)
+    total = np.sqrt((tu.backend.to_host(p.grad) ** 2).sum() + (tu.backend.to_host(q.grad) ** 2).sum())
+    assert total == pytest.approx(1.0, rel=1e-5)
+
+
+def test_bad_arguments_are_clear():
+    with pytest.raises(ValueError, match="empty parameter list"):
+        optim.SGD([], lr=0.1)
+    with pytest.raises(ValueError, match="learning rate"):
+        optim.SGD([nn.Parameter(np.ones(1))], lr=-1)
