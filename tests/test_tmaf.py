@@ -227,6 +227,7 @@ def test_float32_stays_float32():
     ([], ValueError, "non-empty"),
     ([[0.0, 1.0]], ValueError, "1-D"),
     (["a", 0.0], TypeError, "numbers"),
+    (np.arange(2.0 ** 15), ValueError, "at most 32767"),
 ])
 def test_bad_breakpoints_are_refused(breakpoints, error, words):
     with pytest.raises(error, match=words) as info:

@@ -48,12 +48,15 @@ from ..nn.module import Module, Parameter
 
 KINDS = ("diagonal", "tridiagonal")
 INITS = ("relu", "leaky", "identity", "random")
+MAX_BREAKPOINTS = 2 ** 15 - 1
 
 
 def _bins(x, s):
     """(value bins, slope bins): #{s_k <= x} (eq. 2.3) and #{s_k < x} (left convention)."""
+    xp = get_array_module(x)
     s = s.reshape((-1,) + (1,) * x.ndim)
-    return (x >= s).sum(axis=0), (x > s).sum(axis=0)
+    # int16 counts: summing booleans into int64 costs four times as much
+    return (x >= s).sum(axis=0, dtype=xp.int16), (x > s).sum(axis=0, dtype=xp.int16)
 
 
 def _flat_index(bins, n_levels):
@@ -144,6 +147,9 @@ def _validate_breakpoints(breakpoints, where):
         raise ValueError(f"{where}: breakpoints must be finite, got {s.tolist()}")
     if not (np.diff(s) > 0).all():
         raise ValueError(f"{where}: breakpoints must be strictly increasing, got {s.tolist()}")
+    if s.size > MAX_BREAKPOINTS:
+        raise ValueError(f"{where}: at most {MAX_BREAKPOINTS} breakpoints (bins are "
+                         f"counted in int16), got {s.size}")
     return s
 
 
