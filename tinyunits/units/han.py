@@ -59,33 +59,35 @@ class HanFn(Function):
 
     def forward(self, x, u, b=None):
         xp = get_array_module(x)
-        x = self._to_last(xp, x)
+        self.x = x = self._rows(xp, x)
         self.norm = xp.sqrt(u @ u)
         self.u_hat = u / (self.norm + EPS)
-        self.x, self.s = x, x @ self.u_hat
-        z = x - (2 * self.s)[..., None] * self.u_hat
+        self.s = x @ self.u_hat
+        z = x - (2 * self.s)[:, None] * self.u_hat
         if b is not None:
             z += b
         self.sign = xp.sign(z)
-        return self._from_last(xp, z * self.sign)
+        return self._unrows(xp, z * self.sign)
 
     def backward(self, g):
         xp = get_array_module(g)
         u_hat, s, x = self.u_hat, self.s, self.x
-        g_z = self._to_last(xp, g) * self.sign
+        g_z = self._rows(xp, g) * self.sign
         t = g_z @ u_hat
-        gx = g_z - (2 * t)[..., None] * u_hat
-        lead = t.ndim
-        g_u_hat = -2 * (xp.tensordot(t, x, axes=lead) + xp.tensordot(s, g_z, axes=lead))
+        gx = g_z - (2 * t)[:, None] * u_hat
+        g_u_hat = -2 * (t @ x + s @ g_z)
         gu = (g_u_hat - u_hat * (u_hat @ g_u_hat)) / self.norm
-        gb = g_z.sum(axis=tuple(range(lead)))
-        return self._from_last(xp, gx), gu, gb
+        return self._unrows(xp, gx), gu, g_z.sum(axis=0)
 
-    # The reflection acts on the last axis; another `axis` is moved there and back (views).
-    def _to_last(self, xp, a):
-        return a if self.axis == -1 else xp.moveaxis(a, self.axis, -1)
+    # Inside, every position is a row of an (N, dim) matrix: `axis` is moved last
+    # (a view) and the other axes are flattened into N, then the shape is restored.
+    def _rows(self, xp, a):
+        moved = a if self.axis == -1 else xp.moveaxis(a, self.axis, -1)
+        self.moved_shape = moved.shape
+        return moved.reshape(-1, moved.shape[-1])
 
-    def _from_last(self, xp, a):
+    def _unrows(self, xp, a):
+        a = a.reshape(self.moved_shape)
         return a if self.axis == -1 else xp.moveaxis(a, -1, self.axis)
 
 
