@@ -1,0 +1,371 @@
+"""The benchmark models: each case builds one training step in tinyunits and the same
+step in a reference (PyTorch, or our own baseline layer for the overhead rows).
+
+A step is forward + backward + optimiser step (plain SGD unless said otherwise),
+in float32. The PyTorch model is built from *our* initial arrays, so both sides
+do the same arithmetic on the same numbers; run.py checks that the first losses
+agree before it times anything.
+
+Each builder returns a Case: `ours` and `ref` are zero-argument step functions
+(ref is None when PyTorch is missing), `ref_name` says what the reference is.
+A unit that has not landed yet raises UnitMissing, and its row says so.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+
+import tinyunits as tu
+from tinyunits import nn, optim
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # the table is still printed, without the PyTorch column
+    torch = None
+
+
+class UnitMissing(Exception):
+    pass
+
+
+@dataclasses.dataclass
+class Case:
+    ours: Callable
+    ref: Callable | None
+    ref_name: str  # "torch" or the name of our own baseline
+    loss_ours: Callable | None = None  # first-step losses, to show both sides agree
+    loss_ref: Callable | None = None
+
+
+def unit(name):
+    layer = getattr(nn, name, None)
+    if layer is None:
+        raise UnitMissing(f"nn.{name} not available")
+    return layer
+
+
+# ----------------------------------------------------------------------------- helpers
+def _data(shape, seed):
+    return np.random.default_rng(seed).standard_normal(shape).astype("float32")
+
+
+def _labels(n, classes, seed):
+    return np.random.default_rng(seed).integers(0, classes, n)
+
+
+def _ours_step(model, loss_of, lr=0.01, momentum=0.0):
+    """One SGD step of a tinyunits model (step.zero_grad frees the gradients)."""
+    opt = optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+
+    def step():
+        opt.zero_grad()
+        loss = loss_of()
+        loss.backward()
+        opt.step()
+        return loss
+
+    step.zero_grad, step.loss_of, step.params = opt.zero_grad, loss_of, model.parameters()
+    return step
+
+
+def _torch_step(params, loss_of, lr=0.01, momentum=0.0):
+    opt = torch.optim.SGD(params, lr=lr, momentum=momentum)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_of()
+        loss.backward()
+        opt.step()
+        return loss
+
+    step.zero_grad = lambda: opt.zero_grad(set_to_none=True)
+    return step
+
+
+def _t(array, grad=False):
+    """A torch tensor with a copy of our array (host numpy or backend array)."""
+    out = torch.from_numpy(np.array(tu.backend.to_host(array), dtype="float32"))
+    return out.requires_grad_(grad)
+
+
+def _first_loss(step_factory):
+    return lambda: step_factory()().item()
+
+
+def _case(build_ours, build_ref, ref_name="torch"):
+    """build_* return fresh step functions; losses come from a fresh copy of each."""
+    ref = build_ref() if build_ref is not None else None
+    return Case(ours=build_ours(), ref=ref, ref_name=ref_name,
+                loss_ours=_first_loss(build_ours),
+                loss_ref=_first_loss(build_ref) if build_ref is not None else None)
+
+
+# ----------------------------------------------------------------------------- B1, B7
+def _mlp(activation=nn.ReLU, seed=0):
+    tu.manual_seed(seed)
+    return nn.Sequential(nn.Linear(784, 800), activation(), nn.Linear(800, 800),
+                         activation(), nn.Linear(800, 10))
+
+
+def _torch_mlp(ours):
+    W = [_t(m.weight.data, True) for m in ours if isinstance(m, nn.Linear)]
+    b = [_t(m.bias.data, True) for m in ours if isinstance(m, nn.Linear)]
+
+    def forward(x):
+        h = F.relu(F.linear(x, W[0], b[0]))
+        h = F.relu(F.linear(h, W[1], b[1]))
+        return F.linear(h, W[2], b[2])
+
+    return forward, W + b
+
+
+def mlp(batch=128):
+    """B1: MLP 784-800-800-10, softmax cross-entropy, SGD."""
+    x, y = _data((batch, 784), 1), _labels(batch, 10, 2)
+
+    def ours():
+        model = _mlp()
+        X, Y = tu.tensor(x), tu.tensor(y)
+        return _ours_step(model, lambda: nn.functional.cross_entropy(model(X), Y))
+
+    def ref():
+        forward, params = _torch_mlp(_mlp())
+        X, Y = torch.from_numpy(x), torch.from_numpy(y)
+        return _torch_step(params, lambda: F.cross_entropy(forward(X), Y))
+
+    return _case(ours, ref if torch else None)
+
+
+BREAKPOINTS = [-1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5]  # 8 intervals, ReLU at init
+
+
+def mlp_tmaf(batch=128):
+    """B7: the B1 network with diagonal TMAF (8 intervals) in place of ReLU."""
+    TMAF = unit("TMAF")
+    x, y = _data((batch, 784), 1), _labels(batch, 10, 2)
+
+    def tmaf_mlp():
+        tu.manual_seed(0)
+        return nn.Sequential(nn.Linear(784, 800), TMAF(800, BREAKPOINTS),
+                             nn.Linear(800, 800), TMAF(800, BREAKPOINTS),
+                             nn.Linear(800, 10))
+
+    def build(make):
+        def steps():
+            model = make()
+            X, Y = tu.tensor(x), tu.tensor(y)
+            return _ours_step(model, lambda: nn.functional.cross_entropy(model(X), Y))
+        return steps
+
+    return _case(build(tmaf_mlp), build(_mlp), ref_name="ours, ReLU")
+
+
+# ----------------------------------------------------------------------------- B2
+def cnn(batch=128):
+    """B2: conv(32)-ReLU-conv(32)-ReLU-maxpool 2-dense(256)-ReLU-dense(10) on 1x28x28."""
+    x, y = _data((batch, 1, 28, 28), 3), _labels(batch, 10, 4)
+
+    def build():
+        tu.manual_seed(0)
+        return nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Conv2d(32, 32, 3), nn.ReLU(),
+                             nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32 * 12 * 12, 256),
+                             nn.ReLU(), nn.Linear(256, 10))
+
+    def ours():
+        model = build()
+        X, Y = tu.tensor(x), tu.tensor(y)
+        return _ours_step(model, lambda: nn.functional.cross_entropy(model(X), Y))
+
+    def ref():
+        m = build()
+        c1, c2, l1, l2 = (m[i] for i in (0, 2, 6, 8))
+        P = [_t(p.data, True) for p in (c1.weight, c1.bias, c2.weight, c2.bias,
+                                         l1.weight, l1.bias, l2.weight, l2.bias)]
+        X, Y = torch.from_numpy(x), torch.from_numpy(y)
+
+        def loss():
+            h = F.relu(F.conv2d(X, P[0], P[1]))
+            h = F.max_pool2d(F.relu(F.conv2d(h, P[2], P[3])), 2).flatten(1)
+            return F.cross_entropy(F.linear(F.relu(F.linear(h, P[4], P[5])), P[6], P[7]), Y)
+
+        return _torch_step(P, loss)
+
+    return _case(ours, ref if torch else None)
+
+
+# ----------------------------------------------------------------------------- B3, B4
+def dac_linear(batch=512, n_in=256, n_out=256):
+    """B3: DACLinear, y[b,i] = sum_j W[i,j] relu(B[i,j] + x[b,j]); MSE to a fixed target.
+
+    PyTorch: the same formula composed from broadcasting ops (autograd backward).
+    """
+    DACLinear = unit("DACLinear")
+    x, target = _data((batch, n_in), 5), _data((batch, n_out), 6)
+
+    def build():
+        tu.manual_seed(0)
+        return DACLinear(n_in, n_out)
+
+    def ours():
+        layer = build()
+        X, T = tu.tensor(x), tu.tensor(target)
+        return _ours_step(layer, lambda: nn.functional.mse_loss(layer(X), T))
+
+    def ref():
+        layer = build()
+        W, B = _t(layer.weight.data, True), _t(layer.bias.data, True)
+        X, T = torch.from_numpy(x), torch.from_numpy(target)
+
+        def loss():
+            y = (W * torch.relu(B + X[:, None, :])).sum(-1)
+            return F.mse_loss(y, T)
+
+        return _torch_step([W, B], loss)
+
+    return _case(ours, ref if torch else None)
+
+
+def dac_conv(batch=64, channels=16, size=32):
+    """B4: DACConv2d 16->16, 3x3, padding 1, on 16x32x32; MSE to a fixed target.
+
+    PyTorch: the same formula as one grouped convolution: channel i*in + j of the
+    activated input is relu(B[i,j] + x[:, j]); group i of the conv sums it with
+    weight[i] (groups = out_channels).
+    """
+    DACConv2d = unit("DACConv2d")
+    x = _data((batch, channels, size, size), 7)
+    target = _data((batch, channels, size, size), 8)
+
+    def build():
+        tu.manual_seed(0)
+        return DACConv2d(channels, channels, 3, padding=1)
+
+    def ours():
+        layer = build()
+        X, T = tu.tensor(x), tu.tensor(target)
+        return _ours_step(layer, lambda: nn.functional.mse_loss(layer(X), T))
+
+    def ref():
+        layer = build()
+        W, B = _t(layer.weight.data, True), _t(layer.bias.data, True)
+        X, T = torch.from_numpy(x), torch.from_numpy(target)
+
+        def loss():
+            A = torch.relu(B[None, :, :, None, None] + X[:, None])  # (b, out, in, H, W)
+            A = A.reshape(batch, channels * channels, size, size)
+            return F.mse_loss(F.conv2d(A, W, padding=1, groups=channels), T)
+
+        return _torch_step([W, B], loss)
+
+    return _case(ours, ref if torch else None)
+
+
+# ----------------------------------------------------------------------------- B5, H1
+def _torch_han(x, u, b):
+    u_hat = u / (u.norm() + 1e-14)
+    return (x - 2 * (x @ u_hat)[:, None] * u_hat + b).abs()
+
+
+def han_net(batch=512, width=256, depth=20):
+    """B5: 20 HanLayers of width 256 (nothing else); MSE to a fixed target.
+
+    PyTorch: y = |x - 2 (x . u_hat) u_hat + b| composed, u_hat = u / (||u|| + 1e-14).
+    """
+    HanLayer = unit("HanLayer")
+    x, target = _data((batch, width), 9), _data((batch, width), 10)
+
+    def build():
+        tu.manual_seed(0)
+        return nn.Sequential(*[HanLayer(width) for _ in range(depth)])
+
+    def ours():
+        model = build()
+        X, T = tu.tensor(x), tu.tensor(target)
+        return _ours_step(model, lambda: nn.functional.mse_loss(model(X), T))
+
+    def ref():
+        model = build()
+        U = [_t(m.u.data, True) for m in model]
+        B = [_t(m.bias.data, True) for m in model]
+        X, T = torch.from_numpy(x), torch.from_numpy(target)
+
+        def loss():
+            h = X
+            for u, b in zip(U, B):
+                h = _torch_han(h, u, b)
+            return F.mse_loss(h, T)
+
+        return _torch_step(U + B, loss)
+
+    return _case(ours, ref if torch else None)
+
+
+def han_lesson_net(batch=100, width=30, n_han=17):
+    """H1: the HanNet lesson's checkerboard net, one of its 40,000 steps.
+
+    Linear(2,30)+Abs, Linear(30,30)+Abs, 17 HanLayers, Linear(30,30)+Abs,
+    Linear(30,2), MSE; SGD momentum 0.9 (the paper's recipe). Tiny arrays:
+    this row measures the engine's per-op and per-parameter overhead.
+    """
+    HanLayer = unit("HanLayer")
+    x, target = _data((batch, 2), 11), _data((batch, 2), 12)
+
+    def build():
+        tu.manual_seed(0)
+        return nn.Sequential(nn.Linear(2, width), nn.Abs(), nn.Linear(width, width), nn.Abs(),
+                             *[HanLayer(width) for _ in range(n_han)],
+                             nn.Linear(width, width), nn.Abs(), nn.Linear(width, 2))
+
+    def ours():
+        model = build()
+        X, T = tu.tensor(x), tu.tensor(target)
+        return _ours_step(model, lambda: nn.functional.mse_loss(model(X), T),
+                          lr=0.01, momentum=0.9)
+
+    def ref():
+        model = build()
+        lin = [m for m in model if isinstance(m, nn.Linear)]
+        han = [m for m in model if isinstance(m, HanLayer)]
+        LW = [_t(m.weight.data, True) for m in lin]
+        LB = [_t(m.bias.data, True) for m in lin]
+        HU = [_t(m.u.data, True) for m in han]
+        HB = [_t(m.bias.data, True) for m in han]
+        X, T = torch.from_numpy(x), torch.from_numpy(target)
+
+        def loss():
+            h = F.linear(X, LW[0], LB[0]).abs()
+            h = F.linear(h, LW[1], LB[1]).abs()
+            for u, b in zip(HU, HB):
+                h = _torch_han(h, u, b)
+            h = F.linear(h, LW[2], LB[2]).abs()
+            return F.mse_loss(F.linear(h, LW[3], LB[3]), T)
+
+        return _torch_step(LW + LB + HU + HB, loss, lr=0.01, momentum=0.9)
+
+    return _case(ours, ref if torch else None)
+
+
+# ----------------------------------------------------------------------------- B6
+def focusing(batch=128, n_in=784, n_out=800):
+    """B6: FocusingLinear 784->800 against our own Linear 784->800; MSE, SGD."""
+    FocusingLinear = unit("FocusingLinear")
+    x, target = _data((batch, n_in), 13), _data((batch, n_out), 14)
+
+    def build(make):
+        def steps():
+            tu.manual_seed(0)
+            layer = make(n_in, n_out)
+            X, T = tu.tensor(x), tu.tensor(target)
+            return _ours_step(layer, lambda: nn.functional.mse_loss(layer(X), T))
+        return steps
+
+    return _case(build(FocusingLinear), build(nn.Linear), ref_name="ours, Linear")
+
+
+# ----------------------------------------------------------------------------- memory
+def dac_linear_big(batch=4096, n=512):
+    """M1: one DACLinear 512->512 step at batch 4096 (the chunking check)."""
+    return dac_linear(batch, n, n)
