@@ -247,7 +247,11 @@ def run(n_args, rep):
     _, out["h2"], out["test2"] = train_outer(n_args, inner, 1000 + rep, rep)
     if inner is not None:
         inner.freeze()
+        learned = snapshot(inner)
     out["model"], out["h3"], out["test3"] = train_outer(n_args, inner, 2000 + rep, rep)
+    if inner is not None:  # the frozen f must come out of session III untouched
+        out["unchanged"] = all((a == b).all().item() for a, b in zip(
+            learned.state_dict().values(), inner.state_dict().values()))
     out["inner"] = inner
     return out
 
@@ -312,7 +316,8 @@ def epochs_ahead(key):
 #
 #     f(x1, x2) ~ c1 x1^2 + c2 x2^2 + c3 x1 x2 + c4 x1 + c5 x2 + c6
 #
-# by least squares over the same bins. The sign of the curvature
+# by least squares over the same bins, to f divided by its SD there (so that
+# runs compare whatever their output scale). The sign of the curvature
 # c1 c2 - c3^2 / 4 (the determinant of the quadratic form) tells a bowl or dome
 # (positive) from a saddle (negative). A saddle is a soft XOR: f(x1, x2) ~ x1 x2
 # is high when both arguments agree in sign and low when they differ.
@@ -365,20 +370,26 @@ def curvature(c):
     return c[0] * c[1] - c[2] ** 2 / 4
 
 
+def standardised(values, mask):
+    """f divided by its SD over the support: curvatures then compare between nets whose
+    outputs have different scales, and the sign of f (the heatmaps' colour) is kept."""
+    return values / values[mask].std()
+
+
 analysis = []
 for rep, r in enumerate(runs[2]):
     points = inner_inputs(r["model"], x_test[:S["analysis_images"]])
     grid, mask = support(points)
-    learned = evaluate_f(r["inner"], grid)
+    learned = standardised(evaluate_f(r["inner"], grid), mask)
+    random = standardised(evaluate_f(r["pretrained"], grid), mask)
     c, fitted, r2 = quadratic_fit(grid, learned, mask)
-    c0, _, _ = quadratic_fit(grid, evaluate_f(r["pretrained"], grid), mask)
+    c_random, _, _ = quadratic_fit(grid, random, mask)
     analysis.append(dict(points=points, grid=grid, mask=mask, learned=learned, fitted=fitted,
-                         c=c, r2=r2, kappa=curvature(c), kappa_random=curvature(c0),
-                         random=evaluate_f(r["pretrained"], grid)))
+                         random=random, c=c, r2=r2, kappa=curvature(c)))
     print(f"rep {rep}: f ~ " + " ".join(f"c{i + 1}={v:+.3f}" for i, v in enumerate(c))
-          + f"  (quadratic R^2 {r2:.2f}); curvature {curvature(c):+.2e} "
+          + f"  (quadratic R^2 {r2:.2f}); curvature {curvature(c):+.4f} "
           f"({'XOR-like saddle' if curvature(c) < 0 else 'bowl/dome'}); "
-          f"session-I f on the same region: {curvature(c0):+.2e}")
+          f"session-I f on the same region: {curvature(c_random):+.4f}")
 negative = sum(a["kappa"] < 0 for a in analysis)
 
 
@@ -393,7 +404,7 @@ def show_nonlinearities(path):
         row[0].set_title("inputs (x1, x2) to f")
         panels = ((row[1], a["random"], "session I f (random)"),
                   (row[2], a["learned"], "learned f"),
-                  (row[3], a["fitted"], f"quadratic fit, curvature {a['kappa']:+.3f}"))
+                  (row[3], a["fitted"], f"quadratic fit, curvature {a['kappa']:+.4f}"))
         for ax, values, title in panels:
             shown = np.where(a["mask"], values, np.nan)
             lim = np.nanmax(np.abs(shown))
@@ -475,11 +486,14 @@ ahead2, ahead3 = epochs_ahead("h2"), epochs_ahead("h3")
 r2_pre = np.mean([r["r2"] for r in runs[2]])
 increment = 100 * (np.mean(robust[2][0.3]) - np.mean(robust[0][0.3]))
 reps, epochs = S["reps"], S["epochs"]
+frozen_ok = all(r["unchanged"] for n in (1, 2) for r in runs[n])
 noise = (f"{reps} repetition(s) of {epochs} epochs, so one run decides; --full "
          "averages 4 runs of up to 50 epochs")
 # (result, paper, ours, reproduced?, likely reason when not)
 table = [
     ("data", "MNIST", DATA, None, ""),
+    ("inner nets unchanged by session III", "frozen", "all" if frozen_ok else "NOT all",
+     frozen_ok, "freeze() failed: a bug"),
     ("1-arg / ReLU widths matching [64]*3", "[114]*3 / [118]*3",
      f"[{WIDTH[1]}]*3 / [{WIDTH[0]}]*3", (WIDTH[1], WIDTH[0]) == (114, 118), ""),
     ("session I fit of random map (R^2)", "fits (Fig. 4b)", f"{r2_pre:.3f}", r2_pre > 0.9,
