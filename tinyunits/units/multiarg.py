@@ -49,16 +49,19 @@ class InnerNetFn(Function):
         self.n_args, self.param_grads = n_args, param_grads
 
     def forward(self, x, *params):
+        xp = get_array_module(x)
         self.x_shape = x.shape
         self.weights = params[0::2]
+        *hidden, (W_L, b_L) = zip(params[0::2], params[1::2])
         H = self._to_points(x)                                   # (2)
-        self.H = []  # the input of each layer, kept for (7) and (8)
-        for W, b in zip(params[0::2], params[1::2]):
-            self.H.append(H)
+        self.H = [H]  # the input of each layer, kept for (7) and (8)
+        for W, b in hidden:
             A = H @ W.T + b                                      # (3)
-            H = get_array_module(A).maximum(A, 0)                # (4)
+            H = xp.maximum(A, 0)                                 # (4)
+            self.H.append(H)
+        f = H @ W_L.T + b_L                                      # (3) and (5): f = A_L
         B, kn = x.shape[:2]
-        return A.reshape((B, kn // self.n_args) + x.shape[2:])   # (5): f = A_L
+        return f.reshape((B, kn // self.n_args) + x.shape[2:])
 
     def backward(self, g):
         D = g.reshape(-1, 1)                                     # (6)
