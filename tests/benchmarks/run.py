@@ -8,7 +8,10 @@
 A step is forward + backward + SGD step, float32. Each time is the median over
 `--rounds` rounds; in each round both sides run back to back (alternating who
 goes first) for about `--round-seconds` each, so a change in machine load hits
-both alike. The thread count is set for both: OMP/OPENBLAS/MKL_NUM_THREADS in
+both alike. Times are CPU time of this process by default (--clock cpu): on
+a machine shared with other work, wall time mostly measures waiting for a core.
+With more than one thread, prefer --clock wall on an idle machine. The thread
+count is set for both: OMP/OPENBLAS/MKL_NUM_THREADS in
 the environment before NumPy or PyTorch is imported, and torch.set_num_threads.
 
 ratio = ours / reference (lower is better). The reference is PyTorch running the
@@ -47,6 +50,9 @@ def parse_args(argv=None):
     p.add_argument("--rounds", type=int, default=15, help="timed rounds per row")
     p.add_argument("--round-seconds", type=float, default=0.2,
                    help="time each side runs per round")
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                   help="cpu: CPU time of this process (default; robust to other "
+                        "processes sharing the cores), wall: elapsed time")
     p.add_argument("--quick", action="store_true", help="5 short rounds per row")
     p.add_argument("--only", default="", help="comma-separated row ids, e.g. B1,B3,S")
     p.add_argument("--no-torch", action="store_true", help="leave the PyTorch column blank")
@@ -91,24 +97,26 @@ def selected(row_id, only):
 
 
 # ----------------------------------------------------------------------------- timing
-def median_step_times(fns, rounds, round_seconds):
+def median_step_times(fns, rounds, round_seconds, clock):
     """Median seconds per step of each fn, the fns interleaved in every round."""
+    now = time.process_time if clock == "cpu" else time.perf_counter
     for f in fns:  # warm-up: caches, allocator, lazily made optimiser state
         for _ in range(3):
             f()
     counts = []
     for f in fns:
-        t = time.perf_counter()
+        t = now()
         f()
-        counts.append(max(1, int(round_seconds / max(time.perf_counter() - t, 1e-6))))
+        counts.append(max(1, int(round_seconds / max(now() - t, 1e-6))))
     times = [[] for _ in fns]
     for r in range(rounds):
         order = list(range(len(fns)))
         for i in (order if r % 2 == 0 else order[::-1]):
-            t = time.perf_counter()
+            t = now()
             for _ in range(counts[i]):
-                fns[i]()
-            times[i].append((time.perf_counter() - t) / counts[i])
+                loss = fns[i]()
+            loss.item()  # waits for the device (CuPy runs asynchronously)
+            times[i].append((now() - t) / counts[i])
     return [statistics.median(ts) for ts in times]
 
 
@@ -164,7 +172,7 @@ def run_row(row_id, builder, target, args, torch_ok):
         lo, lr = case.loss_ours(), case.loss_ref()
         notes.append(f"dloss {abs(lo - lr) / max(abs(lr), 1e-12):.0e}")
     fns = [case.ours] + ([case.ref] if case.ref is not None else [])
-    times = median_step_times(fns, args.rounds, args.round_seconds)
+    times = median_step_times(fns, args.rounds, args.round_seconds, args.clock)
     out = dict(id=row_id, ours=times[0] * 1e3, peak_ours=peak_ours(case.ours) / MiB,
                ref_name=case.ref_name if case.ref is not None else "")
     if case.ref is not None:
@@ -223,7 +231,8 @@ def print_header(args, torch_version):
     print(f"# machine: {os.cpu_count()} cores, {_cpu_name()}; threads per library: "
           f"{args.threads}; backend {tu.get_backend()}")
     print(f"# numpy {numpy.__version__}, torch {torch_version or 'not installed'}; "
-          f"median of {args.rounds} interleaved rounds of ~{args.round_seconds}s each")
+          f"{args.clock} time, median of {args.rounds} interleaved rounds of "
+          f"~{args.round_seconds}s each")
     print(f"# load average at start: {_load()}")
     print()
     print("| row | benchmark | ours ms | ref ms | ratio | target | ours peak MB "

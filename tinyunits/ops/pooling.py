@@ -1,25 +1,12 @@
-"""Pooling over non-overlapping k x k windows (stride k; a remainder is cropped)."""
+"""Pooling over non-overlapping k x k windows (stride k; a remainder is cropped).
+
+Window position (p, q) of every window at once is the strided view
+x[:, :, p::k, q::k]: pooling is k*k elementwise passes over these views (no
+copy of the input, no Python loop over windows), and backward writes each
+position's gradient back through the same view.
+"""
 from ..backend import get_array_module
 from ..function import Function
-
-
-def _windows(x, k):
-    """(B, C, H, W) -> (B, C, H//k, W//k, k*k), a copy with each window's values last."""
-    B, C, H, W = x.shape
-    Ho, Wo = H // k, W // k
-    x = x[:, :, :Ho * k, :Wo * k].reshape(B, C, Ho, k, Wo, k)
-    return x.transpose(0, 1, 2, 4, 3, 5).reshape(B, C, Ho, Wo, k * k)
-
-
-def _unwindow(gw, shape, k):
-    """Adjoint of _windows: window gradients back to (B, C, H, W), zeros where cropped."""
-    B, C, Ho, Wo, _ = gw.shape
-    g = gw.reshape(B, C, Ho, Wo, k, k).transpose(0, 1, 2, 4, 3, 5).reshape(B, C, Ho * k, Wo * k)
-    if g.shape == shape:
-        return g
-    gx = get_array_module(g).zeros(shape, dtype=g.dtype)
-    gx[:, :, :Ho * k, :Wo * k] = g
-    return gx
 
 
 class _Pool(Function):
@@ -31,30 +18,48 @@ class _Pool(Function):
             raise ValueError(f"{type(self).__name__}({self.k}): expected input "
                              f"(B, C, H, W) with H, W >= {self.k}, got {x.shape}")
         self.shape = x.shape
-        return self.pool(_windows(x, self.k))
+        return self.pool([x[index] for index in self._positions(x.shape)])
 
     def backward(self, g):
-        return (_unwindow(self.unpool(g[..., None]), self.shape, self.k),)
+        gx = get_array_module(g).zeros(self.shape, dtype=g.dtype)  # cropped cells stay 0
+        for index, g_position in zip(self._positions(self.shape), self.unpool(g)):
+            gx[index] = g_position
+        return (gx,)
+
+    def _positions(self, shape):
+        """The k*k strided views' indices, position (p, q) in row-major order."""
+        k = self.k
+        Hk, Wk = shape[2] // k * k, shape[3] // k * k
+        return [(slice(None), slice(None), slice(p, Hk, k), slice(q, Wk, k))
+                for p in range(k) for q in range(k)]
 
 
 class MaxPool2d(_Pool):
-    """The gradient goes to the first maximum of each window."""
+    """The gradient goes to the first maximum of each window (row-major order)."""
 
-    def pool(self, w):
-        self.arg = w.argmax(axis=-1)[..., None]
-        return get_array_module(w).take_along_axis(w, self.arg, axis=-1)[..., 0]
+    def pool(self, windows):
+        xp = get_array_module(windows[0])
+        y = windows[0].copy()
+        self.arg = xp.zeros(y.shape, dtype="int32")  # position of the maximum so far
+        for i, w in enumerate(windows[1:], start=1):
+            later = w > y  # strict: a tie keeps the earlier position
+            self.arg = xp.where(later, i, self.arg)
+            xp.maximum(y, w, out=y)
+        return y
 
     def unpool(self, g):
-        return g * (get_array_module(g).arange(self.k * self.k) == self.arg)
+        return [g * (self.arg == i) for i in range(self.k * self.k)]
 
 
 class AvgPool2d(_Pool):
-    def pool(self, w):
-        return w.mean(axis=-1)
+    def pool(self, windows):
+        y = windows[0].copy()
+        for w in windows[1:]:
+            y += w
+        return y / (self.k * self.k)
 
     def unpool(self, g):
-        return get_array_module(g).broadcast_to(g / (self.k * self.k),
-                                                g.shape[:-1] + (self.k * self.k,))
+        return [g / (self.k * self.k)] * (self.k * self.k)
 
 
 def max_pool2d(x, k): return MaxPool2d(k)(x)
