@@ -48,7 +48,7 @@ import numpy as np  # noqa: E402  (host-side data, analysis and printing)
 
 import datasets  # noqa: E402
 import tinyunits as tu  # noqa: E402
-from tinyunits import nn, optim, plot  # noqa: E402
+from tinyunits import nn, optim  # noqa: E402
 from tinyunits.train import accuracy, evaluate, fit  # noqa: E402
 
 parser = argparse.ArgumentParser(description="Two-argument activations (Kim et al. 2022)")
@@ -71,7 +71,7 @@ S = {
                   patience=None, reps=1, attack_images=500, attack_steps=10,
                   analysis_images=2000),
     "full": dict(n_train=50000, n_val=10000, n_test=10000, pre_epochs=500, epochs=50,
-                 patience=10, reps=4, attack_images=10000, attack_steps=40,
+                 patience=10, reps=4, attack_images=10000, attack_steps=20,
                  analysis_images=10000),
 }[SIZE]
 HIDDEN = 64          # units per hidden layer of the 2-argument outer MLP
@@ -180,10 +180,11 @@ def pretrain(n_args, rep):
     else:
         coords, grid = datasets.smooth_map_grid(seed=rep)
         X, z = coords[:, None], grid[len(coords) // 2]
+    # patience = every epoch: never stops early, but restores the best snapshot.
+    # The 1-D map has only 101 points: batches of 10 give it more than one step an epoch.
     fit(inner, nn.functional.mse_loss, optim.Adam(inner.parameters(), lr=LR), (X, z),
         val_data=(X, z), epochs=S["pre_epochs"], batch_size=BATCH if n_args == 2 else 10,
-        patience=S["pre_epochs"],
-        seed=rep)
+        patience=S["pre_epochs"], seed=rep)
     with tu.no_grad():
         pred = inner(tu.tensor(X)).numpy()
     r2 = 1 - ((pred - z) ** 2).sum() / ((z - z.mean()) ** 2).sum()
@@ -191,7 +192,7 @@ def pretrain(n_args, rep):
 
 
 def snapshot(inner):
-    copy = nn.InnerNet(inner.n_args)
+    copy = nn.InnerNet(inner.n_args, inner.hidden)
     copy.load_state_dict(inner.state_dict())
     return copy
 
