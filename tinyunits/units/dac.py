@@ -36,7 +36,7 @@ from ..backend import get_array_module
 from ..function import Function
 from ..nn import init
 from ..nn.module import Module, Parameter
-from ..ops.conv import conv_output_size, pad2d, unpad2d
+from ..ops.conv import conv_output_size
 from ..ops.elementwise import GELU, LeakyReLU, ReLU, Tanh
 
 ACTIVATIONS = {"relu": ReLU, "leaky_relu": LeakyReLU, "tanh": Tanh, "gelu": GELU}
@@ -94,58 +94,62 @@ def dac_linear(x, W, B, activation="relu"):
 
 # --------------------------------------------------------------------------- conv
 class DACConv2dFn(Function):
+    """Arrays are laid out (out, in, batch, H, W) inside, so that every sum over the
+    inputs j or the kernel taps t = (p, q) is one batched matrix product."""
+
     def __init__(self, stride=1, padding=0, activation="relu", budget=BLOCK_ELEMENTS):
         self.stride, self.padding = stride, padding
         self.activation, self.budget = activation, budget
 
-    @staticmethod
-    def _z(x, B, I):
-        """B[i,j] + x[b,j] for the block I of output units: (b, c, in, H, W)."""
-        return B[None, I, :, None, None] + x[:, None]
+    def _cached(self, B, I, slope=False):
+        """A = zero-pad(phi(B[i,j] + x[b,j])) for the block I: (c, in, b, Hp, Wp) (and phi')."""
+        z = B[I, :, None, None, None] + self.xt[None]
+        A, D = phi_and_slope(self.activation, z) if slope else (phi(self.activation, z), None)
+        pad = [(0, 0)] * 3 + [(self.padding, self.padding)] * 2
+        return (get_array_module(z).pad(A, pad) if self.padding else A), D
 
     def _taps(self, Ho, Wo):
-        """(p, q, slice of the padded map that kernel tap (p, q) reads for every output)."""
+        """(t, window): tap t = p*k + q reads A[..., h*s + p, w*s + q] for every output (h, w)."""
         k, s = self.k, self.stride
-        return [(p, q, (Ellipsis, slice(p, p + s * (Ho - 1) + 1, s), slice(q, q + s * (Wo - 1) + 1, s)))
+        return [(p * k + q, (Ellipsis, slice(p, p + s * (Ho - 1) + 1, s), slice(q, q + s * (Wo - 1) + 1, s)))
                 for p in range(k) for q in range(k)]
 
+    def _blocks(self):
+        m, b, H, W = self.xt.shape
+        per_unit = max(m, self.k ** 2) * b * (H + 2 * self.padding) * (W + 2 * self.padding)
+        return _blocks(self.n, per_unit, self.budget)
+
     def forward(self, x, W, B):
-        self.x, self.W, self.B, self.k = x, W, B, W.shape[2]
         xp = get_array_module(x)
-        Ho, Wo = (conv_output_size(n, self.k, self.stride, self.padding) for n in x.shape[2:])
-        y = xp.zeros((x.shape[0], W.shape[0], Ho, Wo), dtype=x.dtype)
-        for I in _blocks(W.shape[0], x.size, self.budget):
-            A = pad2d_5d(phi(self.activation, self._z(x, B, I)), self.padding)  # eq. (5), cached per (i, j)
-            for p, q, window in self._taps(Ho, Wo):                   # k*k taps, each over all positions
-                y[:, I] += xp.einsum("bcjhw,cj->bchw", A[window], W[I, :, p, q])
-        return y
+        self.xt = xp.ascontiguousarray(x.transpose(1, 0, 2, 3))                 # (in, b, H, W)
+        self.n, self.k, self.Wt, self.B = W.shape[0], W.shape[2], W.reshape(W.shape[0], W.shape[1], -1), B
+        Ho, Wo = (conv_output_size(size, self.k, self.stride, self.padding) for size in x.shape[2:])
+        y = xp.zeros((self.n, x.shape[0], Ho, Wo), dtype=x.dtype)
+        for I in self._blocks():
+            A, _ = self._cached(B, I)                                           # eq. (5), once per (i, j)
+            U = self.Wt[I].transpose(0, 2, 1) @ A.reshape(A.shape[0], A.shape[1], -1)  # U[i,t] = sum_j W[i,j,t] A[i,j]
+            U = U.reshape(A.shape[:1] + (self.k ** 2,) + A.shape[2:])
+            for t, window in self._taps(Ho, Wo):
+                y[I] += U[:, t][window]                                         # y[i,b,h,w] = sum_t U[i,t,b,h*s+p,w*s+q]
+        return xp.ascontiguousarray(y.transpose(1, 0, 2, 3))
 
     def backward(self, g):
-        x, W, B = self.x, self.W, self.B
-        xp = get_array_module(x)
-        gx, gW, gB = xp.zeros_like(x), xp.empty_like(W), xp.empty_like(B)
-        for I in _blocks(W.shape[0], x.size, self.budget):
-            A, D = phi_and_slope(self.activation, self._z(x, B, I))
-            A = pad2d_5d(A, self.padding)
-            gA, gI = xp.zeros_like(A), g[:, I]
-            for p, q, window in self._taps(*g.shape[2:]):
-                gW[I, :, p, q] = xp.einsum("bchw,bcjhw->cj", gI, A[window])     # dW = sum g * A
-                gA[window] += gI[:, :, None] * W[I, :, p, q, None, None]        # dA += W * g
-            M = unpad2d_5d(gA, self.padding) * D                                # dA * phi'
-            gB[I] = M.sum(axis=(0, 3, 4))                                       # dB = sum_{b,h,w}
-            gx += M.sum(axis=1)                                                 # dx = sum_i
-        return gx, gW, gB
-
-
-def pad2d_5d(a, padding: int):
-    """Zero-pad the last two axes of (b, c, in, H, W) (the activated map, as eq. 5 says)."""
-    b, c, m, H, W = a.shape
-    return pad2d(a.reshape(b, c * m, H, W), padding).reshape(b, c, m, H + 2 * padding, W + 2 * padding)
-
-
-def unpad2d_5d(a, padding: int):
-    b, c, m, H, W = a.shape
-    return unpad2d(a.reshape(b, c * m, H, W), padding).reshape(b, c, m, H - 2 * padding, W - 2 * padding)
+        xp = get_array_module(g)
+        gt, Wt, B = g.transpose(1, 0, 2, 3), self.Wt, self.B                    # gt: (out, b, Ho, Wo)
+        gxt, gW, gB = xp.zeros_like(self.xt), xp.empty_like(Wt), xp.empty_like(B)
+        for I in self._blocks():
+            A, D = self._cached(B, I, slope=True)                               # recomputed per block
+            G = xp.zeros(A.shape[:1] + (self.k ** 2,) + A.shape[2:], dtype=g.dtype)
+            for t, window in self._taps(*g.shape[2:]):
+                G[:, t][window] = gt[I]                                         # g[i,b,h,w] where tap t read A
+            A2, G2 = A.reshape(A.shape[0], A.shape[1], -1), G.reshape(G.shape[0], G.shape[1], -1)
+            gW[I] = A2 @ G2.transpose(0, 2, 1)                                  # dW[i,j,t] = sum A[i,j] G[i,t]
+            gA = (Wt[I] @ G2).reshape(A.shape)                                  # dA[i,j] = sum_t W[i,j,t] G[i,t]
+            p = self.padding
+            M = gA[..., p:gA.shape[3] - p, p:gA.shape[4] - p] * D               # drop the pad, times phi'
+            gB[I] = M.sum(axis=(2, 3, 4))                                       # dB[i,j] = sum_{b,h,w}
+            gxt += M.sum(axis=0)                                                # dx[j] = sum_i
+        return gxt.transpose(1, 0, 2, 3), gW.reshape(Wt.shape[:2] + (self.k, self.k)), gB
 
 
 def dac_conv2d(x, W, B, stride=1, padding=0, activation="relu"):
