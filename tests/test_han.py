@@ -42,6 +42,19 @@ def test_forward_matches_reflection_matrix(dim):
     np.testing.assert_allclose(host(y), expected, rtol=1e-12, atol=1e-12)
 
 
+def test_relu_ablation_forward():
+    layer = make_layer(6, activation="relu")
+    x = np.random.default_rng(15).normal(size=(5, 6))
+    z = reference_han(x, host(layer.u), host(layer.bias))          # |H x + b|
+    u_hat = host(layer.u) / np.linalg.norm(host(layer.u))
+    signed = x - 2 * np.outer(x @ u_hat, u_hat) + host(layer.bias)
+    y = host(layer(tu.tensor(x, dtype="float64")))
+    np.testing.assert_allclose(y, np.maximum(signed, 0), rtol=1e-12, atol=1e-12)
+    assert (y == 0).any() and (y > 0).any() and not np.allclose(y, z)
+    with pytest.raises(ValueError, match="HanLayer: expected activation 'abs' or 'relu'"):
+        nn.HanLayer(4, activation="tanh")
+
+
 def test_forward_does_not_depend_on_the_length_of_u():
     layer = make_layer(5)
     x = tu.tensor(np.random.default_rng(2).normal(size=(4, 5)), dtype="float64")

@@ -59,6 +59,13 @@ def _():
     return layer, [x], layer
 
 
+@register("han_layer_relu_ablation")
+def _():
+    layer = HanLayer(6, activation="relu")
+    x = _input_with_pre_activation(layer, data(5, 6, margin=MARGIN))
+    return layer, [x], layer
+
+
 @register("han_mixer_block")
 def _():
     block = HanMixerBlock(num_tokens=4, channels=3)

@@ -28,6 +28,9 @@ Backward, with g = dL/dy and the sum over every batch position:
 (The last line is exact for the normalisation u / ||u||; the 1e-14 guard changes
 it by a relative 1e-14 / ||u||, far below any floating-point effect.)
 
+For the ablation of Table 7 (Householder weighting with ReLU instead of |.|),
+activation="relu" swaps the last line for y = max(z, 0), so g_z = g * [z > 0].
+
 Proposition 1 follows from the same algebra: d y/d x = diag(sign z) H is a
 product of two orthogonal matrices, so a stack of Han-layers neither shrinks nor
 grows the gradient.
@@ -54,8 +57,9 @@ EPS = 1e-14
 class HanFn(Function):
     """y = |x - 2 (x . u_hat) u_hat + b| along `axis`; inputs x, u and (optionally) b."""
 
-    def __init__(self, axis=-1):
+    def __init__(self, axis=-1, activation="abs"):
         self.axis = axis  # negative, counted from the end
+        self.activation = activation
 
     def forward(self, x, u, b=None):
         xp = get_array_module(x)
@@ -64,19 +68,23 @@ class HanFn(Function):
         self.u_hat = u / (self.norm + EPS)
         self.s = x @ self.u_hat
         z = x - (2 * self.s)[:, None] * self.u_hat
-        if b is not None:
+        self.has_bias = b is not None
+        if self.has_bias:
             z += b
-        self.sign = xp.sign(z)
-        return self._unrows(xp, z * self.sign)
+        # phi'(z): the sign for |z| = z sign(z); the step for relu(z) = z [z > 0]
+        self.slope = xp.sign(z) if self.activation == "abs" else (z > 0).astype(z.dtype)
+        return self._unrows(xp, z * self.slope)
 
     def backward(self, g):
         xp = get_array_module(g)
         u_hat, s, x = self.u_hat, self.s, self.x
-        g_z = self._rows(xp, g) * self.sign
+        g_z = self._rows(xp, g) * self.slope
         t = g_z @ u_hat
         gx = g_z - (2 * t)[:, None] * u_hat
         g_u_hat = -2 * (t @ x + s @ g_z)
         gu = (g_u_hat - u_hat * (u_hat @ g_u_hat)) / self.norm
+        if not self.has_bias:
+            return self._unrows(xp, gx), gu
         return self._unrows(xp, gx), gu, g_z.sum(axis=0)
 
     # Inside, every position is a row of an (N, dim) matrix: `axis` is moved last
@@ -104,14 +112,17 @@ class HanLayer(Module):
     """u (dim,), bias (dim,); y = |H(u) x + bias| along `axis` (Algorithm 1).
 
     Init (authors' code): u a random unit vector, bias U(-1/sqrt(dim), 1/sqrt(dim)).
+    activation="relu" is the H+ReLU control of the ablation (Table 7), not a Han-layer.
     """
 
-    def __init__(self, dim, bias=True, axis=-1):
+    def __init__(self, dim, bias=True, axis=-1, activation="abs"):
         super().__init__()
         if axis == 0:
             raise ValueError(f"HanLayer: axis 0 is the batch axis; expected an axis >= 1 "
                              f"or < 0, got {axis}")
-        self.dim, self.axis = dim, axis
+        if activation not in ("abs", "relu"):
+            raise ValueError(f"HanLayer: expected activation 'abs' or 'relu', got {activation!r}")
+        self.dim, self.axis, self.activation = dim, axis, activation
         direction = init.normal((dim,), 1.0)
         self.u = Parameter(direction / math.sqrt((direction ** 2).sum()))
         bound = 1 / math.sqrt(dim)
@@ -122,11 +133,12 @@ class HanLayer(Module):
         ok = x.ndim >= 2 and -x.ndim < axis < 0 and x.shape[axis] == self.dim
         self.check_input(x, ok, f"at least 2 axes, size {self.dim} on axis {self.axis} "
                                 "(axis 0 is the batch)")
-        fn = HanFn(axis)
+        fn = HanFn(axis, self.activation)
         return fn(x, self.u) if self.bias is None else fn(x, self.u, self.bias)
 
     def extra_repr(self):
-        return f"{self.dim}, bias={self.bias is not None}, axis={self.axis}"
+        relu = ", activation='relu'" if self.activation == "relu" else ""
+        return f"{self.dim}, bias={self.bias is not None}, axis={self.axis}{relu}"
 
 
 class HanMixerBlock(Module):
