@@ -20,13 +20,24 @@ class Function:
     inputs = None  # set while this node is part of a live graph
 
     def __call__(self, *inputs) -> Tensor:
-        like = next(x for x in inputs if isinstance(x, Tensor))
-        inputs = [as_tensor(x, like) for x in inputs]
-        y = ensure_array(self.forward(*[x.data for x in inputs]))
-        if _Config.enable_grad and any(x.requires_grad for x in inputs):
+        # This runs for every op of every step, so it is kept to plain loops: the
+        # per-op overhead decides the speed of nets made of many small layers.
+        arrays, record = [], False
+        for x in inputs:
+            if not isinstance(x, Tensor):
+                return self(*_constants_to_tensors(inputs))
+            arrays.append(x.data)
+            record = record or x.requires_grad
+        y = ensure_array(self.forward(*arrays))
+        if record and _Config.enable_grad:
             self.inputs = inputs
             return Tensor(y, requires_grad=True, creator=self)
         return Tensor(y)
+
+    def needs_grad(self, i: int) -> bool:
+        """Does input i want a gradient? backward may return None for it if not
+        (Linear skips the GEMM for the gradient of a network's input)."""
+        return self.inputs[i].requires_grad
 
     def forward(self, *xs):
         raise NotImplementedError
@@ -37,3 +48,9 @@ class Function:
     def release(self) -> None:
         """Drop the inputs and saved arrays once backward has used them."""
         self.__dict__.clear()
+
+
+def _constants_to_tensors(inputs):
+    """Scalars and arrays beside a Tensor become constants in that Tensor's dtype."""
+    like = next(x for x in inputs if isinstance(x, Tensor))
+    return [as_tensor(x, like) for x in inputs]

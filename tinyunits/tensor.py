@@ -119,11 +119,11 @@ class Tensor:
         grads = {id(self): grad}
         for t in reversed(_topological_order(self)):
             g = grads.pop(id(t))
-            if t.creator is None or t._retain:
-                t.grad = g if t.grad is None else t.grad + g
-            if t.creator is None:
-                continue
             fn = t.creator
+            if fn is None or t._retain:
+                t.grad = g if t.grad is None else t.grad + g
+            if fn is None:
+                continue
             if fn.inputs is None:
                 raise RuntimeError(
                     f"backward: the graph through {type(fn).__name__} was already freed "
@@ -132,8 +132,9 @@ class Tensor:
             for x, gx in zip(fn.inputs, fn.backward(g)):
                 if gx is None or not x.requires_grad:
                     continue
-                gx = sum_to(gx, x.shape)
-                grads[id(x)] = gx if id(x) not in grads else grads[id(x)] + gx
+                gx = sum_to(gx, x.data.shape)
+                earlier = grads.get(id(x))
+                grads[id(x)] = gx if earlier is None else earlier + gx
             if not retain_graph:
                 fn.release()
 
@@ -185,10 +186,14 @@ def _topological_order(root: Tensor) -> list:
         if id(t) in expanded:
             continue
         expanded.add(id(t))
+        inputs = t.creator.inputs if t.creator is not None else None
+        if inputs is None:  # a leaf (or a freed node): nothing below it
+            order.append(t)
+            continue
         stack.append((t, True))
-        if t.creator is not None and t.creator.inputs is not None:
-            stack.extend((x, False) for x in t.creator.inputs
-                         if x.requires_grad and id(x) not in expanded)
+        for x in inputs:
+            if x.requires_grad and id(x) not in expanded:
+                stack.append((x, False))
     return order
 
 

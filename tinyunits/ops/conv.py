@@ -75,9 +75,12 @@ class Conv2d(Function):
         W, cols = self.W, self.cols
         g = g.transpose(1, 0, 2, 3).reshape(W.shape[0], -1)  # (out, B*Ho*Wo), as the GEMM made it
         gW = (g @ cols.reshape(cols.shape[0], -1).T).reshape(W.shape)
+        return self._input_grad(g) if self.needs_grad(0) else None, gW, g.sum(axis=1)
+
+    def _input_grad(self, g):
+        W, cols = self.W, self.cols
         gcols = (W.reshape(W.shape[0], -1).T @ g).reshape(cols.shape)
-        gx = unpad2d(col2im(gcols, self.xpad_shape, W.shape[2], self.stride), self.padding)
-        return gx, gW, g.sum(axis=1)
+        return unpad2d(col2im(gcols, self.xpad_shape, W.shape[2], self.stride), self.padding)
 
 
 def conv2d(x, W, b=None, stride=1, padding=0):

@@ -17,7 +17,9 @@ class MatMul(Function):
         return a @ b
 
     def backward(self, g):
-        return g @ _swap(self.b), _swap(self.a) @ g
+        ga = g @ _swap(self.b) if self.needs_grad(0) else None
+        gb = _swap(self.a) @ g if self.needs_grad(1) else None
+        return ga, gb
 
 
 class Linear(Function):
@@ -26,12 +28,14 @@ class Linear(Function):
     def forward(self, x, W, b=None):
         self.x, self.W = x, W
         y = x @ W.T
-        return y if b is None else y + b
+        if b is not None:
+            y += b  # in place: y is our own fresh array
+        return y
 
     def backward(self, g):
         x2 = self.x.reshape(-1, self.x.shape[-1])
         g2 = g.reshape(-1, g.shape[-1])
-        gx = g @ self.W
+        gx = g @ self.W if self.needs_grad(0) else None  # a network's input needs none
         gW = g2.T @ x2
         return gx, gW, g2.sum(axis=0)
 
