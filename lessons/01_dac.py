@@ -220,13 +220,14 @@ def learned_7a(make):
     return wins
 
 
-def dac_unit():
-    model = nn.Sequential(nn.DACLinear(2, 1), nn.Linear(1, 1))
-    set_param(model[0].bias, tu.backend.host_rng().normal(0, 0.5, size=(1, 2)))
+def dac_then_linear(n_units, n_out):
+    """A DAC layer on the 2-D points, biases drawn from N(0, 0.5^2), then a Linear head."""
+    model = nn.Sequential(nn.DACLinear(2, n_units), nn.Linear(n_units, n_out))
+    set_param(model[0].bias, backend.host_rng().normal(0, 0.5, size=(n_units, 2)))
     return model
 
 
-dac_wins, std_wins = learned_7a(dac_unit), learned_7a(lambda: nn.Linear(2, 1))
+dac_wins, std_wins = learned_7a(lambda: dac_then_linear(1, 1)), learned_7a(lambda: nn.Linear(2, 1))
 print(f"7a learned: DAC unit separates in {dac_wins}/{SEEDS_7} seeds, standard unit in {std_wins}/{SEEDS_7}")
 results.append(("Fig 7a: 1 DAC unit separates 3 collinear pts", "yes (hand-set)",
                 f"hand {'yes' if hand_ok else 'no'}; learned {dac_wins}/{SEEDS_7}", hand_ok and dac_wins > 0))
@@ -239,6 +240,9 @@ results.append(("Fig 7a: a standard unit cannot", "cannot", f"learned {std_wins}
 # standard layer f, the set {g(f(x)) >= 0} is unbounded or empty, so some green
 # point is always misread; four standard units are needed. We use two output
 # logits (a Linear(2, 2) head): their difference is one linear g, as in the figure.
+# Gradient descent finds the DAC solution only from some starts (with 25 blue
+# points against 248 green, "all green" is a strong local minimum), so again we
+# count the starts that reach 100 %.
 
 # %%
 X7b, y7b = datasets.dac_figure7("b")
@@ -251,31 +255,34 @@ print(f"7b hand-set: g(f(x)) > 0 exactly on the blue points: {hand_b_ok}")
 
 
 def learned_7b(make):
-    best, best_model = -1.0, None
+    """Train from SEEDS_7 starts: (best training accuracy, starts that reach 100 %, best model)."""
+    best, wins, best_model = -1.0, 0, None
     for seed in range(SEEDS_7):
         tu.manual_seed(seed)
         model = make()
         train_full_batch(model, nn.functional.cross_entropy, X7b, y7b, 3 * STEPS_7, 0.05)
         acc = (predict(model, X7b).argmax(1) == y7b).mean()
+        wins += bool(acc == 1.0)
         if acc > best:
             best, best_model = acc, model
-    return best, best_model
+    return best, wins, best_model
 
 
-acc_dac, model_dac = learned_7b(lambda: nn.Sequential(nn.DACLinear(2, 2), nn.Linear(2, 2)))
-acc_std2, model_std2 = learned_7b(lambda: nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 2)))
-acc_std4, model_std4 = learned_7b(lambda: nn.Sequential(nn.Linear(2, 4), nn.ReLU(), nn.Linear(4, 2)))
-print(f"7b learned (best of {SEEDS_7} seeds), training accuracy: DAC 2 units {100 * acc_dac:.1f} %, "
-      f"standard 2 units {100 * acc_std2:.1f} %, standard 4 units {100 * acc_std4:.1f} % "
-      f"(all-green guess: {100 * (1 - y7b.mean()):.1f} %)")
+acc_dac, wins_dac, model_dac = learned_7b(lambda: dac_then_linear(2, 2))
+acc_std2, wins_std2, model_std2 = learned_7b(lambda: nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 2)))
+acc_std4, wins_std4, model_std4 = learned_7b(lambda: nn.Sequential(nn.Linear(2, 4), nn.ReLU(), nn.Linear(4, 2)))
+print(f"7b learned, best training accuracy (starts reaching 100 %) over {SEEDS_7} seeds: "
+      f"DAC 2 units {100 * acc_dac:.1f} % ({wins_dac}), standard 2 units {100 * acc_std2:.1f} % "
+      f"({wins_std2}), standard 4 units {100 * acc_std4:.1f} % ({wins_std4}); "
+      f"all-green guess {100 * (1 - y7b.mean()):.1f} %")
 for name, model in (("dac2", model_dac), ("standard2", model_std2), ("standard4", model_std4)):
     plot.decision_regions(model, X7b, y7b, os.path.join(args.out, f"figure7b_{name}.png"),
                           title=f"Figure 7b learned: {name}")
 results.append(("Fig 7b: 2 DAC units separate the square", "yes (hand-set)",
-                f"hand {'yes' if hand_b_ok else 'no'}; learned {100 * acc_dac:.1f} %",
+                f"hand {'yes' if hand_b_ok else 'no'}; learned {wins_dac}/{SEEDS_7}",
                 hand_b_ok and acc_dac == 1.0))
 results.append(("Fig 7b: 2 standard units cannot, 4 can", "cannot / can",
-                f"{100 * acc_std2:.1f} % / {100 * acc_std4:.1f} %", acc_std2 < 1.0 and acc_std4 == 1.0))
+                f"{wins_std2}/{SEEDS_7} / {wins_std4}/{SEEDS_7}", wins_std2 == 0 and wins_std4 > 0))
 
 # %% [markdown]
 # ## 3. Theorem C.1: piecewise-linear functions with 2k parameters
@@ -284,77 +291,104 @@ results.append(("Fig 7b: 2 standard units cannot, 4 can", "cannot / can",
 # sum_j w_j phi(b_j + x): a continuous piecewise-linear function with k pieces,
 # from 2k parameters, and every PL_k is of that form (part 1). A standard unit
 # with replicated input is still phi(b + (sum_j w_j) x) (part 2). A standard
-# net needs two layers and 3k + 1 parameters (part 3).
+# net needs two layers and 3k + 1 parameters (part 3): k hidden units for the
+# k - 1 bends and the first slope; with fewer hidden units it has fewer bends.
 #
-# First the representation itself: datasets.random_pl_function draws a random
-# PL_k and gives the DAC weights that represent it; plugged into DACLinear they
-# reproduce it to rounding. Then training: each model is fitted by full-batch
-# Adam (best of a few seeds); the error is the MSE divided by the target's
-# variance. DAC biases start spread over the interval (kinks at
-# linspace(-1, 1, k)); that is our choice, stated here.
+# First the representation itself, which is the theorem: datasets.random_pl_function
+# draws a random PL_k together with the DAC weights that represent it; plugged
+# into DACLinear they reproduce it to rounding, and so does the two-layer standard
+# net built from the same numbers (hidden weights 1, 3k + 1 parameters).
+#
+# Then training, which the theorem does not promise: on several random PL_k we fit
+# each model by full-batch Adam and count the fits that reach an error below
+# 1e-3, where the error is the MSE divided by the MSE of the best straight line
+# (1 = no better than a line, 0 = exact). DAC units and two-layer nets start
+# with their kinks spread over [-1, 1) (our choice, stated here: a kink that
+# starts outside the data never moves).
 
 # %%
-K = {"tiny": 3, "quick": 6, "full": 10}[SIZE]
-STEPS_PL = {"tiny": 200, "quick": 2500, "full": 8000}[SIZE]
-SEEDS_PL = {"tiny": 1, "quick": 3, "full": 5}[SIZE]
+K = {"tiny": 3, "quick": 4, "full": 6}[SIZE]
+STEPS_PL = {"tiny": 200, "quick": 3000, "full": 10000}[SIZE]
+N_PL = {"tiny": 1, "quick": 4, "full": 10}[SIZE]
 pl = datasets.random_pl_function(K, seed=0)
 x_rep = np.repeat(pl.x[:, None], K, axis=1)          # the input replicated k times
 exact = nn.DACLinear(K, 1).astype("float64")
 set_param(exact.weight, pl.weight[None, :])
 set_param(exact.bias, pl.bias[None, :])
+two_layer = nn.Sequential(nn.Linear(1, K), nn.ReLU(), nn.Linear(K, 1)).astype("float64")
+set_param(two_layer[0].weight, np.ones((K, 1)))
+set_param(two_layer[0].bias, pl.bias)
+set_param(two_layer[2].weight, pl.weight[None, :])
+set_param(two_layer[2].bias, [0.0])
 exact_err = np.abs(predict(exact, x_rep.astype(np.float64))[:, 0] - pl(pl.x)).max()
-print(f"PL_{K} written as one DAC unit: max |error| {exact_err:.1e}")
+two_exact_err = np.abs(predict(two_layer, pl.x[:, None].astype(np.float64))[:, 0] - pl(pl.x)).max()
+print(f"PL_{K} as one DAC unit ({exact.num_parameters()} parameters): max |error| {exact_err:.1e}; "
+      f"as a two-layer standard net ({two_layer.num_parameters()} parameters): {two_exact_err:.1e}")
+
+
+def knots(count):
+    """Starting kinks spread over [-1, 1): none starts outside, where a ReLU would be dead."""
+    return -1 + 2 * np.arange(count) / count
 
 
 def dac_pl():
     unit = nn.DACLinear(K, 1)
-    set_param(unit.bias, -np.linspace(-1, 1, K)[None, :])
+    set_param(unit.bias, -knots(K)[None, :])
     return unit
 
 
-def fit_pl(make, inputs):
-    """Best of SEEDS_PL restarts: (relative MSE, model)."""
-    best = (math.inf, None)
-    for seed in range(SEEDS_PL):
-        tu.manual_seed(seed)
-        model = make()
-        err = train_full_batch(model, nn.functional.mse_loss, inputs, pl.y[:, None], STEPS_PL, 0.02)
-        best = min(best, (err / pl.y.var(), model), key=lambda pair: pair[0])
-    return best
+def standard_pl(hidden):
+    """Linear(1, h) -> ReLU -> Linear(h, 1), its h kinks started where the DAC unit's are."""
+    model = nn.Sequential(nn.Linear(1, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+    set_param(model[0].weight, np.ones((hidden, 1)))
+    set_param(model[0].bias, -knots(hidden))
+    return model
 
 
 hidden_small = (2 * K - 1) // 3  # the widest two-layer standard net with at most 2k parameters
-rows_pl = [("DAC unit, k replicated inputs", dac_pl, x_rep),
-           ("standard 1 layer, replicated", lambda: nn.Sequential(nn.Linear(K, 1), nn.ReLU()), x_rep),
-           ("standard 2 layers, k hidden", lambda: nn.Sequential(nn.Linear(1, K), nn.ReLU(), nn.Linear(K, 1)),
-            pl.x[:, None]),
-           (f"standard 2 layers, {hidden_small} hidden",
-            lambda: nn.Sequential(nn.Linear(1, hidden_small), nn.ReLU(), nn.Linear(hidden_small, 1)),
-            pl.x[:, None])]
-pl_errors = {}
+models_pl = {"DAC unit, k replicated inputs": (dac_pl, True),
+             "standard 1 layer, replicated": (lambda: nn.Sequential(nn.Linear(K, 1), nn.ReLU()), True),
+             "standard 2 layers, k hidden": (lambda: standard_pl(K), False),
+             f"standard 2 layers, {hidden_small} hidden": (lambda: standard_pl(hidden_small), False)}
+pl_errors = {name: [] for name in models_pl}
+n_params = {}
 fig, ax = plt.subplots(figsize=(6, 4))
-ax.plot(pl.x, pl.y, "k", lw=3, alpha=0.3, label=f"random PL_{K}")
-for name, make, inputs in rows_pl:
-    err, model = fit_pl(make, inputs)
-    n_params = model.num_parameters()
-    pl_errors[name] = (err, n_params)
-    print(f"{name:<34} {n_params:>4} parameters   relative MSE {err:.2e}")
-    ax.plot(pl.x, predict(model, inputs)[:, 0], lw=1, label=f"{name} ({n_params} p.)")
+for seed in range(N_PL):
+    f = datasets.random_pl_function(K, seed=seed)
+    target = ((f.y - f.y.mean()) / f.y.std())[:, None]                # standardised: easier for Adam
+    line = np.polyval(np.polyfit(f.x, target[:, 0], 1), f.x)
+    line_mse = np.mean((target[:, 0] - line) ** 2)
+    if seed == 0:
+        ax.plot(f.x, target[:, 0] - line, "k", lw=3, alpha=0.3, label=f"random PL_{K}, seed 0")
+    for name, (make, replicated) in models_pl.items():
+        inputs = np.repeat(f.x[:, None], K, axis=1) if replicated else f.x[:, None]
+        tu.manual_seed(0)
+        model = make()
+        n_params[name] = model.num_parameters()
+        err = train_full_batch(model, nn.functional.mse_loss, inputs, target, STEPS_PL, 0.03) / line_mse
+        pl_errors[name].append(err)
+        if seed == 0:
+            ax.plot(f.x, predict(model, inputs)[:, 0] - line, lw=1, label=f"{name} ({n_params[name]} p.)")
 ax.legend(fontsize=7)
-ax.set_title("Theorem C.1: fitting a random PL_k")
+ax.set_title("Theorem C.1: fits of a random PL_k, its best straight line subtracted", fontsize=9)
 fig.tight_layout()
 fig.savefig(os.path.join(args.out, "theorem_c1.png"), dpi=110)
 plt.close(fig)
-dac_err, dac_p = pl_errors["DAC unit, k replicated inputs"]
-one_err = pl_errors["standard 1 layer, replicated"][0]
-two_err, two_p = pl_errors["standard 2 layers, k hidden"]
-small_err, small_p = pl_errors[f"standard 2 layers, {hidden_small} hidden"]
-results.append((f"Thm C.1: DAC fits PL_{K} with 2k params", "exact, 2k", f"{dac_p} p., rel MSE {dac_err:.0e}",
-                dac_p == 2 * K and dac_err < 1e-3 and exact_err < 1e-5))
-results.append(("Thm C.1: 1-layer standard cannot", "cannot", f"rel MSE {one_err:.2f}", one_err > 1e-2))
-results.append(("Thm C.1: 2-layer standard needs 3k+1", f"{3 * K + 1} p.",
-                f"{two_p} p.: {two_err:.0e}; {small_p} p.: {small_err:.0e}",
-                two_p == 3 * K + 1 and two_err < 1e-3 and small_err > 1e-3))
+wins = {name: sum(e < 1e-3 for e in errs) for name, errs in pl_errors.items()}
+for name, errs in pl_errors.items():
+    print(f"{name:<34}{n_params[name]:>4} parameters   errors {' '.join(f'{e:.0e}' for e in errs)}"
+          f"   below 1e-3: {wins[name]}/{N_PL}")
+dac_name, one_name = "DAC unit, k replicated inputs", "standard 1 layer, replicated"
+two_name, small_name = "standard 2 layers, k hidden", f"standard 2 layers, {hidden_small} hidden"
+results.append((f"Thm C.1(1): DAC unit = PL_{K}, 2k params", f"exact, {2 * K} p.",
+                f"{n_params[dac_name]} p., exact {exact_err:.0e}; trained {wins[dac_name]}/{N_PL}",
+                n_params[dac_name] == 2 * K and exact_err < 1e-5 and wins[dac_name] > 0))
+results.append(("Thm C.1(2): 1-layer standard cannot", "cannot",
+                f"min err {min(pl_errors[one_name]):.2f}", wins[one_name] == 0))
+results.append(("Thm C.1(3): 2-layer standard needs 3k+1", f"{3 * K + 1} p.",
+                f"{n_params[two_name]} p.: exact {two_exact_err:.0e}; {n_params[small_name]} p.: "
+                f"{wins[small_name]}/{N_PL}",
+                n_params[two_name] == 3 * K + 1 and two_exact_err < 1e-5 and wins[small_name] == 0))
 
 # %% [markdown]
 # ## 4. eq. (7) by hand, and the granular masking
@@ -449,7 +483,7 @@ print(f"regression data: {REG_DATA}; train {len(xtr)}, val {len(xva)}, test {len
 
 WIDTHS = {"tiny": [8], "quick": [16, 32], "full": [25, 50, 100, 200]}[SIZE]
 DEPTH = {"tiny": 2, "quick": 3, "full": 5}[SIZE]
-EPOCHS_REG = {"tiny": 2, "quick": 40, "full": 300}[SIZE]
+EPOCHS_REG = {"tiny": 2, "quick": 30, "full": 300}[SIZE]
 BATCH_REG = {"tiny": 256, "quick": 256, "full": 1024}[SIZE]
 
 
@@ -551,17 +585,18 @@ results.append((f"x2 params, width {w_top}: biases vs weights", "biases -0.25 na
 # He-normal kernels, zero biases. The test error is read at the epoch with the
 # best validation accuracy (the paper averages 5 replicates x 5 epochs around
 # it; we run one replicate). --quick scales everything down to fit the time on
-# a CPU: images average-pooled to 14x14, a 6-layer net (widths 8/16/32), a
-# slice of the training set, a few epochs. --full uses the 20/16 structure on
+# a CPU: images average-pooled to 14x14, a 3-conv net (widths 8/16/32), a
+# slice of the training set (3000 images), 6 epochs, batch 64 (more steps). --full uses the 20/16 structure on
 # the full 28x28 set; the paper's 80k steps would take days in NumPy on a CPU, so
 # --full trains 30 epochs (stated, not the paper's length).
 
 # %%
-CONV = {"tiny": dict(stages=(4, 8), per_stage=(1, 1), n_train=256, n_val=128, n_test=256, epochs=1, pool=2),
-        "quick": dict(stages=(8, 16, 32), per_stage=(2, 2, 2), n_train=4000, n_val=1000, n_test=2000,
-                      epochs=6, pool=2),
+CONV = {"tiny": dict(stages=(4, 8), per_stage=(1, 1), n_train=256, n_val=128, n_test=256, epochs=1,
+                     batch=64, pool=2),
+        "quick": dict(stages=(8, 16, 32), per_stage=(1, 1, 1), n_train=3000, n_val=500, n_test=1000,
+                      epochs=6, batch=64, pool=2),
         "full": dict(stages=(16, 32, 64), per_stage=(7, 6, 6), n_train=50000, n_val=10000, n_test=10000,
-                     epochs=30, pool=1)}[SIZE]
+                     epochs=30, batch=128, pool=1)}[SIZE]
 
 
 def vgg(stages, per_stage, dac, in_ch=1, classes=10):
@@ -589,21 +624,35 @@ def vgg(stages, per_stage, dac, in_ch=1, classes=10):
 
 
 def network_costs(stages, per_stage, hw, in_ch):
-    """Section 4 summed over every connection of the DAC twin: (params ratio, FLOPs ratio)."""
-    base, twin = vgg(stages, per_stage, False, in_ch)[0], vgg(stages, per_stage, True, in_ch)
-    standard = dac = 0
-    for layer in twin[1]:
+    """Params ratio of the twin nets, and FLOPs ratios summed over the DAC twin's connections:
+    section 4's convention (bias additions at the s x t output positions, 3x3 convs) and
+    what our code computes (phi(B + z) cached at the input positions, every layer)."""
+    base, (twin, layers) = vgg(stages, per_stage, False, in_ch)[0], vgg(stages, per_stage, True, in_ch)
+    paper, ours = [0, 0], [0, 0]
+    for layer in layers:
         c = section4_counts(layer, input_hw=(hw, hw))
-        standard, dac = standard + c["standard_flops"], dac + c["dac_flops"]
         hw = (hw + 2 * layer.padding - layer.kernel_size) // layer.stride + 1
-    return twin[0].num_parameters() / base.num_parameters(), dac / standard
+        linear = 2 * c["weights"] * hw * hw
+        if layer.kernel_size == 3:
+            paper[0] += linear
+            paper[1] += linear + (c["dac_biases"] - c["shared_biases"]) * hw * hw
+        ours[0] += c["standard_flops"]
+        ours[1] += c["dac_flops"]
+    return twin.num_parameters() / base.num_parameters(), paper[1] / paper[0], ours[1] / ours[0]
 
 
-paper_p, paper_f = network_costs((16, 32, 64), (7, 6, 6), 32, 3)  # the paper's 20/16 on CIFAR
-print(f"VGG 20/16 on 32x32x3, counted: parameters x{paper_p:.3f}, FLOPs x{paper_f:.3f}")
+paper_p, paper_f, ours_f = network_costs((16, 32, 64), (7, 6, 6), 32, 3)  # the paper's 20/16 on CIFAR
+print(f"VGG 20/16 on 32x32x3, counted: parameters x{paper_p:.3f}; FLOPs x{paper_f:.3f} "
+      f"(section 4's convention), x{ours_f:.3f} (as our code computes)")
 results.append(("VGG 20/16: DAC extra params / FLOPs", "+11 % / +5.5 %",
                 f"+{100 * (paper_p - 1):.1f} % / +{100 * (paper_f - 1):.1f} %",
-                abs(paper_p - 1.11) < 0.015 and abs(paper_f - 1.055) < 0.01))
+                abs(paper_p - 1.11) < 0.015 and abs(paper_f - 1.055) < 0.005))
+
+# %% [markdown]
+# Counted as our code runs, the FLOPs grow a little more than +5.5 %: section 4
+# counts the cached bias additions at the s x t *output* positions, but they
+# happen at the input positions, which a stride-2 layer has four times as many
+# of; and the 1x1 DAC head costs +50 % of its (small) FLOPs, like any 1x1 DAC.
 
 # %%
 x_all, y_all, x_test_f, y_test_f = datasets.load_fashion_mnist(normalize="standard")
@@ -615,8 +664,9 @@ if CONV["pool"] > 1:  # average-pool the images on the host: 4x fewer positions 
     p = CONV["pool"]
     x_tr, x_va, x_te = (a.reshape(len(a), 1, 28 // p, p, 28 // p, p).mean((3, 5)) for a in (x_tr, x_va, x_te))
 HW = x_tr.shape[-1]
-own_p, own_f = network_costs(CONV["stages"], CONV["per_stage"], HW, 1)
-print(f"our net {CONV['stages']} x {CONV['per_stage']} on {HW}x{HW}: parameters x{own_p:.3f}, FLOPs x{own_f:.3f}")
+own_p, own_f, own_ours_f = network_costs(CONV["stages"], CONV["per_stage"], HW, 1)
+print(f"our net {CONV['stages']} x {CONV['per_stage']} on {HW}x{HW}: parameters x{own_p:.3f}; FLOPs "
+      f"x{own_f:.3f} (section 4), x{own_ours_f:.3f} (as computed): few layers, so head and stem weigh more")
 
 
 conv_hist, conv_err = {}, {}
@@ -628,15 +678,13 @@ for name, dac in (("baseline", False), ("DAC", True)):
     sched = optim.MultiStepLR(opt, [max(1, round(f * E)) for f in (0.4, 0.6, 0.8)], gamma=0.1)
     start = time.perf_counter()
     hist = fit(model, nn.functional.cross_entropy, opt, (x_tr, y_tr), val_data=(x_va, y_va), epochs=E,
-               batch_size=128, scheduler=sched, metric=accuracy, patience=E, seed=0)
+               batch_size=CONV["batch"], scheduler=sched, metric=accuracy, patience=E, seed=0)
     _, test_acc = evaluate(model, x_te, y_te)
     conv_hist[name], conv_err[name] = hist, 100 * (1 - test_acc)
     print(f"{name:<9}{model.num_parameters():>7} params  best val epoch {hist.best_epoch + 1}  "
           f"test error {conv_err[name]:.2f} %  ({time.perf_counter() - start:.0f} s)")
 plot.learning_curves(conv_hist, os.path.join(args.out, "fashion_mnist_curves.png"))
 gap = conv_err["baseline"] - conv_err["DAC"]
-results.append(("our VGG: DAC extra params / FLOPs", "+11 % / +5.5 %",
-                f"+{100 * (own_p - 1):.1f} % / +{100 * (own_f - 1):.1f} %", abs(own_p - 1.11) < 0.03))
 results.append(("VGG test error: base - DAC (F-MNIST)", "+0.65 % (CIFAR-10)",
                 f"{conv_err['baseline']:.2f} - {conv_err['DAC']:.2f} = {gap:+.2f} %", gap > 0))
 
