@@ -26,8 +26,9 @@ Two numerical guards, neither visible in u beyond float32 rounding:
   row is about 1 and a narrow focus cannot underflow to 0/0 in float32. The
   constant drops out of the backward too (dL/dphi is orthogonal to phi).
 - phi is floored at e^-30 (1e-13) of that peak. The far tail of the Gaussian
-  would otherwise be subnormal floats, which x86 CPUs multiply some 100x slower;
-  the floor changes u by < 1e-12 relative and the derivatives by as little.
+  would otherwise be subnormal floats, which x86 CPUs multiply some 100x slower.
+  The floor moves u by at most 1e-13 of its peak; the backward treats floored
+  entries as still Gaussian, an error below 1e-8 relative (gradcheck's narrow case).
 """
 from __future__ import annotations
 
@@ -95,9 +96,9 @@ class FocusingLinear(Module):
 
     mu_init: "spread" (linspace(0.2, 0.8, out)), "middle" (0.5 + U(-0.025, 0.025))
     or a sequence of out centres. Weights of neuron j: U(+-sqrt(6) / sqrt(sum_i
-    u[j,i]^2 + out)) (eq. 10 with a Glorot-style fan-out term, as the author's
-    code); with the L2 normaliser sum_i u[j,i]^2 = in, so every neuron gets the
-    same bound sqrt(6 / (in + out)). Bias 0.
+    u[j,i]^2 + n)) (eq. 10 plus a Glorot-style term n, as NOTES.md records from
+    the author's code; we read n as out_features). With the L2 normaliser
+    sum_i u[j,i]^2 = in, so every neuron gets the bound sqrt(6 / (in + out)). Bias 0.
 
     Pruning (section 4.4): prune(threshold) zeroes, from then on, every effective
     weight whose normalised focus coefficient u[j,i] is below threshold, and
