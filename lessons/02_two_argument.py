@@ -67,7 +67,7 @@ START = time.perf_counter()
 S = {
     "tiny": dict(n_train=600, n_val=200, n_test=500, pre_epochs=2, epochs=1, patience=None,
                  reps=1, attack_images=64, attack_steps=3, analysis_images=300),
-    "quick": dict(n_train=15000, n_val=3000, n_test=10000, pre_epochs=30, epochs=4,
+    "quick": dict(n_train=15000, n_val=3000, n_test=10000, pre_epochs=150, epochs=4,
                   patience=None, reps=1, attack_images=500, attack_steps=10,
                   analysis_images=2000),
     "full": dict(n_train=50000, n_val=10000, n_test=10000, pre_epochs=500, epochs=50,
@@ -304,8 +304,10 @@ plt().close(fig)
 
 
 def epochs_ahead(key):
-    c = curves(key)
-    return int((c["2-arg"][0] > c["ReLU"][0]).sum()), len(c["2-arg"][0])
+    """(epochs where the mean 2-arg curve is above ReLU's, epochs both curves reach)."""
+    two, relu = curves(key)["2-arg"][0], curves(key)["ReLU"][0]
+    n = min(len(two), len(relu))  # early stopping can end them at different epochs
+    return int((two[:n] > relu[:n]).sum()), n
 
 
 # %% [markdown]
@@ -501,8 +503,9 @@ r2_pre = np.mean([r["r2"] for r in runs[2]])
 increment = 100 * (np.mean(robust[2][0.3]) - np.mean(robust[0][0.3]))
 reps, epochs = S["reps"], S["epochs"]
 frozen_ok = all(r["unchanged"] for n in (1, 2) for r in runs[n])
-noise = (f"{reps} repetition(s) of {epochs} epochs, so one run decides; --full "
-         "averages 4 runs of up to 50 epochs")
+noise = (f"a single run of {epochs} epochs decides (--full averages 4 runs of up to 50)"
+         if reps == 1 else f"means of {reps} runs; learning_curves.png shows how far "
+         "their SD bands overlap")
 # (result, paper, ours, reproduced?, likely reason when not)
 table = [
     ("data", "MNIST", DATA, None, ""),
