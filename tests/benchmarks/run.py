@@ -80,7 +80,8 @@ def rows(cases):
         ("B3", "DACLinear 256->256, batch 512", cases.dac_linear, 0.8),
         ("B4", "DACConv2d 16->16 3x3 p1, 32x32, b64", cases.dac_conv, 1.0),
         ("B5", "HanNet 20 x HanLayer(256), batch 512", cases.han_net, 1.0),
-        ("B6", "FocusingLinear 784->800 vs Linear, b128", cases.focusing, 1.3),
+        ("B6", "FocusingLinear 784->800 vs Linear, b512", cases.focusing, 1.3),
+        ("B6-128", "B6 at batch 128", lambda: cases.focusing(128), None),
         ("B7", "B1 net, TMAF (8 intervals) vs ReLU", cases.mlp_tmaf, 1.5),
         ("H1", "HanNet lesson net (width 30), b100, momentum", cases.han_lesson_net, None),
     ]

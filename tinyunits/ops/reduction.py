@@ -51,7 +51,7 @@ class Max(Function):
 
     def backward(self, g):
         g = _expand(g, self.x.shape, self.axis, self.keepdims)
-        mask = self.x == self.y
+        mask = (self.x == self.y).astype(g.dtype)  # a count in int64 would promote g
         return (g * mask / mask.sum(axis=self.axis, keepdims=True),)
 
 
