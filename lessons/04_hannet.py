@@ -74,6 +74,7 @@ CONFIG = {
                         full=list(range(3, 46, 3))),
     "cg_width":    dict(tiny=16, quick=64, full=100),
     "cg_depth":    dict(tiny=50, quick=1000, full=1000),
+    "cg_draws":    dict(tiny=2, quick=6, full=20),
     "steps":       dict(tiny=300, quick=40_000, full=40_000),
     "han_lrs":     dict(tiny=[0.05], quick=[0.05], full=[0.025, 0.05, 0.075, 0.1]),
     "fc_lrs":      dict(tiny=[0.01], quick=[0.01],
@@ -174,13 +175,14 @@ for kind, depths in LANDSCAPE_ROWS:
           + ("   (sigmoid depths 2, 4, 6, 10, 15)" if kind == "sigmoid" else ""))
 
 deep_flat = {kind: flatness(landscapes[kind, depths[-1]][0]) for kind, depths in LANDSCAPE_ROWS}
+# Collapsed: the landscape varies by less than 1e-3 of its size; alive: by more than 1e-2.
 results.append(("Fig. 1: deepest sigmoid (L=15) landscape", "constant (C2C)",
-                f"range/max {deep_flat['sigmoid']:.0e}", deep_flat["sigmoid"] < 1e-2))
+                f"range/max {deep_flat['sigmoid']:.0e}", deep_flat["sigmoid"] < 1e-3))
 results.append(("Fig. 1: ReLU at L=60 (one draw)", "constant (C2C)",
-                f"range/max {deep_flat['relu']:.0e}", deep_flat["relu"] < 1e-2))
+                f"range/max {deep_flat['relu']:.0e}", deep_flat["relu"] < 1e-3))
 results.append(("Fig. 1: ABS and HanNet at L=60", "peaks and valleys remain",
-                f"{deep_flat['abs']:.0e} / {deep_flat['han']:.0e}",
-                min(deep_flat["abs"], deep_flat["han"]) > 0.1))
+                f"range/max {deep_flat['abs']:.0e} / {deep_flat['han']:.0e}",
+                min(deep_flat["abs"], deep_flat["han"]) > 1e-2))
 
 # %% [markdown]
 # One draw is an anecdote. The paper's measure, V3 (eq. 4), turns a landscape
@@ -333,19 +335,37 @@ fig.savefig(os.path.join(args.out, "c_and_g_matrices.png"), dpi=90)
 plt.close(fig)
 
 c_over_g = relu_norms[-1, 0] / relu_norms[-1, 1:].min()
+# One draw is one draw: the C/G ratio at the last depth over a few more pairs and nets.
+more_ratios = []
+for _ in range(C["cg_draws"]):
+    pair = rng.normal(size=d), rng.normal(size=d)
+    for Cm, G, Gb, _, _ in hm.c_and_g(*gaussian_layers(np.sqrt(2 / d)), "relu", *pair):
+        pass  # keep only the last depth
+    more_ratios.append(hm.spectral_norm(Cm) / min(hm.spectral_norm(G), hm.spectral_norm(Gb)))
 abs_over_relu = abs_norms[-1, 0] / relu_norms[-1, 0]
 print(f"{elapsed()} at L = {depth}: ReLU ||C|| = {relu_norms[-1, 0]:.2e}, ||G|| = "
       f"{relu_norms[-1, 1]:.2e} / {relu_norms[-1, 2]:.2e};  ABS ||C|| = {abs_norms[-1, 0]:.2e}")
 print(f"        HanNet: max |G^T G - I| over all L = {han_orthogonality:.1e};  "
       f"||C|| = {han_norms[-1]:.2e}")
+print(f"        ReLU ||C|| / min ||G|| at L = {depth} over {len(more_ratios)} more draws: "
+      + ", ".join(f"{r:.1e}" for r in more_ratios))
+median_ratio = float(np.median([c_over_g] + more_ratios))
 results.append((f"Fig. 6 left: ReLU C vs G at L = {depth}", "C ~ 100x smaller than G",
-                f"C / G = {c_over_g:.0e}", c_over_g < 0.1))
+                f"C / G = {c_over_g:.0e} (median of {len(more_ratios) + 1}: {median_ratio:.0e})",
+                median_ratio < 0.1))
 results.append((f"Fig. 6 right: ABS C / ReLU C at L = {depth}", "> 1000x",
                 f"{abs_over_relu:.0e}", abs_over_relu > 1000))
 results.append(("Prop. 1: HanNet G_L orthogonal", "exactly, any L",
                 f"max|G^T G - I| = {han_orthogonality:.0e}", han_orthogonality < 1e-8))
 
 # %% [markdown]
+# What to read in the figure: on the right, ReLU's C-matrix falls orders of
+# magnitude faster than ABS's, as the paper finds, and the HanNet's C-matrix barely
+# moves while its G-matrix is orthogonal to rounding error at every depth
+# (Proposition 1). On the left, our draws do *not* show the paper's two-orders gap
+# between C and G for ReLU: C and G decay together. The gap depends on the pair
+# (x, xbar) and on the draw (the paper shows one); we report the median over several.
+#
 # Why ReLU contracts harder (Proposition 3): for i.i.d. u, v with P(u_i >= 0) = p,
 # ReLU keeps the distance |u_i - v_i| only when both are >= 0 (probability p^2),
 # ABS whenever they share a sign (p^2 + (1 - p)^2). Over d coordinates these are
@@ -464,6 +484,14 @@ results.append(("Fig. 4: HanNet test accuracy", "99.5 %", f"{han_run[1]:.1%} (lr
                 han_run[1] >= 0.97))
 results.append(("Fig. 4: FCNet test accuracy", "85.2 %", f"{fc_run[1]:.1%} (lr {fc_run[3]})",
                 abs(fc_run[1] - 0.852) < 0.04))
+
+# %% [markdown]
+# Both nets fit the training set (near 100 %); they differ in what they do between
+# the training points. The FCNet's regions have soft, rounded edges that miss
+# whole cells near the board's corners; the HanNet, with 17 times fewer
+# parameters, draws the straight cell edges and generalises far better. Our
+# HanNet lands a little below the paper's 99.5 % with a single seed and a single
+# learning rate in quick mode; --full sweeps the paper's learning rates.
 
 # %%
 coords, board = datasets.checkerboard_grid()
@@ -646,10 +674,20 @@ results.append(("Tab. 2: Han-Mixer blocks vs MLP-Mixer block",
                 f"{han_params} vs {mlp_params} block params: "
                 f"{mixer_rows['+ Han-Mixer (2)'][1]:.1%} vs {mixer_rows['+ MLP-Mixer (1)'][1]:.1%}",
                 mixer_rows["+ Han-Mixer (2)"][1] >= mixer_rows["+ MLP-Mixer (1)"][1] - 0.005))
-results.append(("Tab. 2: Han-Mixer over the stem alone", "improves (STL-10 18.2 -> 15.3 % err.)",
+results.append(("Tab. 2: Han-Mixer over the stem alone", "helps (STL-10 err. 18.2 -> 15.3 %)",
                 f"{han_gain:+.1%} accuracy", han_gain > 0))
+both = mixer_rows["+ MLP-Mixer (1) + Han-Mixer (2)"][1]
+results.append(("Tab. 2: MLP-Mixer (k) + Han-Mixer after it", "better than MLP-Mixer (k)",
+                f"{both:.1%} vs {mixer_rows['+ MLP-Mixer (1)'][1]:.1%}",
+                both > mixer_rows["+ MLP-Mixer (1)"][1]))
 
 # %% [markdown]
+# Two Han-Mixer blocks (648 parameters) help a lot over the stem alone, but at
+# this scale they do not match one MLP-Mixer block with eleven times as many
+# parameters; the paper's own remark applies: Han-Mixers alone cannot always bring
+# enough parameters, which is why its best models put Han-Mixer blocks *after*
+# MLP-Mixer blocks, and that combination is the one that wins here too.
+#
 # ## Paper vs ours
 #
 # Each row: what the paper reports, what this run measured, and whether it
@@ -658,7 +696,7 @@ results.append(("Tab. 2: Han-Mixer over the stem alone", "improves (STL-10 18.2 
 # reported as measured; the likely reasons are discussed in the text above them.
 
 # %%
-print(f"\n{'result':<48}{'paper':<34}{'ours':<44}reproduced")
+print(f"\n{'result':<46}{'paper':<36}{'ours':<46}reproduced")
 for what, paper, ours, ok in results:
-    print(f"{what:<48}{paper:<34}{ours:<44}{'yes' if ok else 'no'}")
+    print(f"{what:<46}{paper:<36}{ours:<46}{'yes' if ok else 'no'}")
 print(f"\nmode {SIZE}, total {time.perf_counter() - START:.0f} s; figures in {args.out}")
