@@ -487,9 +487,9 @@ results.append(("Fig. 4: FCNet test accuracy", "85.2 %", f"{fc_run[1]:.1%} (lr {
 
 # %% [markdown]
 # Both nets fit the training set (near 100 %); they differ in what they do between
-# the training points. The FCNet's regions have soft, rounded edges that miss
-# whole cells near the board's corners; the HanNet, with 17 times fewer
-# parameters, draws the straight cell edges and generalises far better. Our
+# the training points. The FCNet joins diagonal neighbours of the same colour into
+# rounded blobs and stripes; the HanNet, with 17 times fewer parameters, draws the
+# straight cell edges and generalises far better. Our
 # HanNet lands a little below the paper's 99.5 % with a single seed and a single
 # learning rate in quick mode; --full sweeps the paper's learning rates.
 
