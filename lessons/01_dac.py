@@ -124,6 +124,16 @@ set_param(layer.weight, W1)
 set_param(layer.bias, unshared_B)
 print("standard connection (eq. 1):", standard, "\nDAC by hand (eq. 2):       ", dac,
       "\nDAC layer (eq. 4):         ", host(layer(tu.tensor(x1, dtype="float64")))[0])
+std_params = nn.Linear(m, n, bias=False).num_parameters() + m  # + the m shared biases before it
+print(f"parameters, counted: standard connection {std_params} (mn weights + m shared biases), "
+      f"DAC {layer.num_parameters()} (mn weights + mn biases)")
+
+# %% [markdown]
+# Unit 1's biases equal the shared ones, so it computes what the standard
+# connection computes; unit 2 filters the same inputs with biases of its own,
+# something no standard layer can do without more units.
+
+# %%
 
 
 def count_dense_operations(m, n):

@@ -108,8 +108,12 @@ class DACConv2dFn(Function):
         """A = zero-pad(phi(B[i,j] + x[b,j])) for the block I: (c, in, b, Hp, Wp) (and phi')."""
         z = B[I, :, None, None, None] + self.xt[None]
         A, D = phi_and_slope(self.activation, z) if slope else (phi(self.activation, z), None)
-        pad = [(0, 0)] * 3 + [(self.padding, self.padding)] * 2
-        return (get_array_module(z).pad(A, pad) if self.padding else A), D
+        if not self.padding:
+            return A, D
+        p, (H, W) = self.padding, A.shape[3:]
+        padded = get_array_module(A).zeros(A.shape[:3] + (H + 2 * p, W + 2 * p), dtype=A.dtype)
+        padded[..., p:p + H, p:p + W] = A
+        return padded, D
 
     def _taps(self, Ho, Wo):
         """(t, window): tap t = p*k + q reads A[..., h*s + p, w*s + q] for every output (h, w)."""
