@@ -31,6 +31,7 @@
 
 # %%
 import argparse
+import itertools
 import math
 import os
 import sys
@@ -228,13 +229,35 @@ def show_session_one(fitted, path):
 # weights, once per session.
 
 # %%
-def train_outer(n_args, inner, seed, rep):
+def evaluate_f(inner, grid):
+    """f at every point of a (rows, cols, 2) grid."""
+    with tu.no_grad():
+        return inner(tu.tensor(grid.reshape(-1, 2).astype(np.float32))).numpy().reshape(
+            grid.shape[:2])
+
+
+# A fixed window where LayerNorm-ed arguments mostly live, to film f as it learns.
+WATCH = np.stack(np.meshgrid(*[np.linspace(-3, 3, 41)] * 2, indexing="ij"), axis=-1)
+
+
+def watch(inner):
+    """An after_step hook that keeps f on WATCH at the end of every epoch (Fig. 5)."""
+    frames, steps_per_epoch = [evaluate_f(inner, WATCH)], math.ceil(len(x_train) / BATCH)
+    steps = itertools.count(1)
+
+    def hook(model):
+        if next(steps) % steps_per_epoch == 0:
+            frames.append(evaluate_f(inner, WATCH))
+    return hook, frames
+
+
+def train_outer(n_args, inner, seed, rep, after_step=None):
     tu.manual_seed(seed)
     model = outer_mlp(n_args, WIDTH[n_args], inner)
     trainable = [p for p in model.parameters() if p.requires_grad]
     history = fit(model, ce, optim.Adam(trainable, lr=LR), (x_train, y_train),
                   val_data=(x_val, y_val), epochs=S["epochs"], batch_size=BATCH,
-                  metric=accuracy, patience=S["patience"], seed=rep)
+                  metric=accuracy, patience=S["patience"], seed=rep, after_step=after_step)
     return model, history, evaluate(model, x_test, y_test)[1]
 
 
@@ -245,7 +268,10 @@ def run(n_args, rep):
     if n_args:
         inner, out["session1"], out["r2"] = pretrain(n_args, rep)
         out["pretrained"] = snapshot(inner)
-    _, out["h2"], out["test2"] = train_outer(n_args, inner, 1000 + rep, rep)
+    hook = None
+    if n_args == 2:
+        hook, out["frames"] = watch(inner)
+    _, out["h2"], out["test2"] = train_outer(n_args, inner, 1000 + rep, rep, hook)
     if inner is not None:
         inner.freeze()
         learned = snapshot(inner)
@@ -311,6 +337,31 @@ def epochs_ahead(key):
 
 
 # %% [markdown]
+# ## How fast does f take shape? (Figure 5)
+#
+# The paper finds that f settles into its final pattern within 1-5 epochs of
+# session II, long before the outer network stops improving. We filmed f on a
+# fixed window at the end of every epoch; the correlation of each frame with
+# the last one measures how far the shape still had to go.
+
+# %%
+frames = runs[2][0]["frames"]
+similarity = [np.corrcoef(f.ravel(), frames[-1].ravel())[0, 1] for f in frames]
+print("correlation of f after each epoch with the final f: "
+      + ", ".join(f"epoch {e}: {c:.2f}" for e, c in enumerate(similarity)))
+shown = sorted({0, 1, 2, 3, 5, 10, 20, len(frames) - 1} & set(range(len(frames))))
+fig, axes = plt().subplots(1, len(shown), figsize=(2.6 * len(shown), 2.8), squeeze=False)
+for ax, e in zip(axes[0], shown):
+    lim = np.abs(frames[e]).max()
+    ax.imshow(frames[e].T, origin="lower", extent=(-3, 3, -3, 3), cmap="RdBu",
+              vmin=-lim, vmax=lim)
+    ax.set(title=f"epoch {e}", xticks=[], yticks=[])
+fig.savefig(os.path.join(args.out, "evolution.png"), dpi=110, bbox_inches="tight")
+plt().close(fig)
+early = min(5, len(similarity) - 1)
+settled = similarity[early]
+
+# %% [markdown]
 # ## What did f learn? (Figures 4c and 7)
 #
 # We record every argument pair (x1, x2) the inner network receives on test
@@ -351,12 +402,6 @@ def support(points, bins=60, mass=0.99):
     mask[order[:np.searchsorted(held, mass) + 1]] = True
     cx, cy = (ex[:-1] + ex[1:]) / 2, (ey[:-1] + ey[1:]) / 2
     return np.stack(np.meshgrid(cx, cy, indexing="ij"), axis=-1), mask.reshape(counts.shape)
-
-
-def evaluate_f(inner, grid):
-    with tu.no_grad():
-        return inner(tu.tensor(grid.reshape(-1, 2).astype(np.float32))).numpy().reshape(
-            grid.shape[:2])
 
 
 def quadratic_fit(grid, values, mask):
@@ -522,6 +567,9 @@ table = [
      ahead2[0] == ahead2[1], noise),
     ("epochs 2-arg above ReLU, session III", "all (Fig. 4d)", "%d of %d" % ahead3,
      ahead3[0] == ahead3[1], noise),
+    (f"f after epoch {early} vs final f, correlation", "shape set by 1-5", f"{settled:.2f}",
+     bool(settled > 0.9) if len(similarity) > 10 else None,
+     "f kept changing after epoch 5"),
     ("negative (XOR) curvature, MLP runs", "minority (p=0.06)", f"{negative} of {reps}",
      negative < reps / 2 if reps > 1 else None,
      "the paper's own MLP result is not significant; conv nets (78 % negative) are "
