@@ -197,8 +197,8 @@ results.append(("Fig. 1: ABS and HanNet at L=60", "peaks and valleys remain",
 # ## 2. V3 against depth (Figure 2) and the activation ratio (A.3)
 #
 # About 4,000 parameters, L = 3, 6, ..., 45. The paper draws 3000 samples per bar;
-# quick mode draws a dozen, so a rare collapse may go unseen: we also count the
-# samples whose landscape is flat to 1e-9 (collapsed).
+# quick mode draws ten, so a rare collapse may go unseen: we also count the
+# samples whose V3 is exactly 0 (a landscape collapsed to a constant).
 
 # %%
 tu.manual_seed(1)
@@ -207,12 +207,8 @@ for L in C["v3_depths"]:
     d = width_for(L, 4000)
     for kind in v3_rows:
         make = (lambda: random_hannet(L, d)) if kind == "han" else (lambda: random_fcnet(L, d, kind))
-        nets = [make() for _ in range(C["v3_samples"])]
-        h = 2.0 / (C["v3_grid"] - 1)
-        zs = [hm.landscape(net, C["v3_grid"]) for net in nets]
-        values = [hm.v3(z, h) for z in zs]
-        collapsed = sum(flatness(z) < 1e-9 for z in zs)
-        v3_rows[kind].append((L, d, hm.geometric_mean(values), collapsed))
+        v3, values = hm.v3_variability(make, C["v3_samples"], C["v3_grid"])
+        v3_rows[kind].append((L, d, v3, sum(v == 0 for v in values)))
 
 print(f"{elapsed()} V3 (geometric mean of {C['v3_samples']} samples); [collapsed samples]")
 print(f"{'L':>4}{'d':>4}" + "".join(f"{k:>18}" for k in v3_rows))

@@ -224,6 +224,19 @@ def test_geometric_mean_collapses_to_zero():
         hm.geometric_mean([])
 
 
+def test_v3_variability_is_the_geometric_mean_over_samples():
+    cubic = lambda t: t * t * t                       # noqa: E731
+    constant = lambda t: t * 0 + 1                    # noqa: E731
+    n = 21
+    single = hm.v3(hm.landscape(cubic, n), 2 / (n - 1))
+    assert single > 0
+    v, values = hm.v3_variability(lambda: cubic, 3, n)
+    assert v == pytest.approx(single) and values == pytest.approx([single] * 3)
+    nets = iter([cubic, constant, cubic])
+    v, values = hm.v3_variability(lambda: next(nets), 3, n)
+    assert v == 0 and values[1] == 0 and values[0] > 0
+
+
 def test_landscape_of_a_known_map():
     # F(x) = x: ||F||^2 = x1^2 + x2^2, 2 at the corners, 0 at the centre
     z = hm.landscape(lambda t: t, n=5)
