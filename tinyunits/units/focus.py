@@ -20,6 +20,20 @@ Backward, with g = dL/dy and d[j,i] = p_i - mu_j:
     dL/dmu   = sum_i dL/dphi * phi * d / sigma^2                          (8)
     dL/dsigma = sum_i dL/dphi * phi * d^2 / sigma^3                       (8)
 
+Both sums weigh dL/dphi by phi, and that product simplifies (u = sqrt(m) phi/||phi||):
+
+    dL/dphi_i phi_i = q_i - w_i Q,   q = dL/dK * K,   Q = sum_i q_i,   w = u^2 / m
+
+q_i is how much connection i matters to the loss; w (which sums to 1) is how the
+focus shares out its fixed norm. mu moves toward the inputs whose q exceeds
+their share w Q, and the code computes exactly this:
+
+    dL/dmu    = (sum_i q d - Q sum_i w d) / sigma^2
+    dL/dsigma = (sum_i q d^2 - Q sum_i w d^2) / sigma^3
+
+(with two (out, in) arrays in the backward instead of six: fresh arrays of that
+size cost page faults that outweigh their arithmetic).
+
 Two numerical guards, neither visible in u beyond float32 rounding:
 - u does not change when a row of phi is multiplied by a constant, so each
   exponent is measured from the grid point nearest mu_j: the largest phi of a
@@ -44,20 +58,25 @@ SIGMA_RANGE = (0.01, 1.0)
 LOG_PHI_FLOOR = -30.0
 
 
-def focus_coefficients(mu, sigma, m):
-    """(d, phi, norm, u) of eqs. (6)-(7): d, phi, u (out, m); norm = ||phi|| (out, 1).
+def rowdot(a, b):
+    """sum_i a[j,i] b[j,i] for every row j, without an (out, in) temporary."""
+    return get_array_module(a).einsum("ji,ji->j", a, b)
 
-    phi is row-scaled (its largest entry is about 1) and floored at e^-30 of that;
-    neither changes u beyond float32 rounding (see the module docstring).
-    """
+
+def focus_coefficients(mu, sigma, m):
+    """(d, u) of eqs. (6)-(7), both (out, m): d[j,i] = p_i - mu_j and the focus u."""
     xp = get_array_module(mu)
     p = xp.linspace(0.0, 1.0, m, dtype=mu.dtype)
     nearest = p[xp.clip(xp.rint(mu * (m - 1)), 0, m - 1).astype("int64")]
     d = p - mu[:, None]
-    exponent = ((nearest - mu) ** 2)[:, None] - d * d
-    phi = xp.exp(xp.maximum(exponent * (0.5 / (sigma * sigma))[:, None], LOG_PHI_FLOOR))
-    norm = xp.sqrt((phi * phi).sum(axis=1, keepdims=True))
-    return d, phi, norm, phi * (math.sqrt(m) / norm)
+    # u is built in place, through phi: see the module docstring for why
+    u = d * d
+    xp.subtract(((nearest - mu) ** 2)[:, None], u, out=u)
+    u *= (0.5 / (sigma * sigma))[:, None]
+    xp.maximum(u, LOG_PHI_FLOOR, out=u)
+    xp.exp(u, out=u)  # phi, eq. (6), row-scaled
+    u *= math.sqrt(m) / xp.sqrt(rowdot(u, u))[:, None]  # eq. (7)
+    return d, u
 
 
 class FocusingLinearFn(Function):
@@ -67,25 +86,29 @@ class FocusingLinearFn(Function):
         self.mask = mask  # fixed 0/1 array (out, in) after pruning, else None
 
     def forward(self, x, W, b, mu, sigma):
-        d, phi, norm, u = focus_coefficients(mu, sigma, x.shape[-1])
-        if self.mask is not None:
-            u = u * self.mask
+        d, u = focus_coefficients(mu, sigma, x.shape[-1])
         K = W * u
-        self.x, self.W, self.sigma, self.d, self.phi, self.norm, self.u, self.K = \
-            x, W, sigma, d, phi, norm, u, K
-        return x @ K.T + b
+        if self.mask is not None:
+            K *= self.mask
+        self.x, self.sigma, self.d, self.u, self.K = x, sigma, d, u, K
+        y = x @ K.T
+        y += b  # in place: y is our own fresh array
+        return y
 
     def backward(self, g):
         x2, g2 = self.x.reshape(-1, self.x.shape[-1]), g.reshape(-1, g.shape[-1])
-        phi, norm, d, s = self.phi, self.norm, self.d, self.sigma
+        d, u, s = self.d, self.u, self.sigma
         gK = g2.T @ x2
-        gu = gK * self.W if self.mask is None else gK * self.W * self.mask
-        gphi = (math.sqrt(phi.shape[1]) / norm) * (
-            gu - phi * ((gu * phi).sum(axis=1, keepdims=True) / (norm * norm)))
-        gphi_phi_d = gphi * phi * d
-        gmu = gphi_phi_d.sum(axis=1) / (s * s)
-        gsigma = (gphi_phi_d * d).sum(axis=1) / (s * s * s)
-        return g @ self.K, gK * self.u, g2.sum(axis=0), gmu, gsigma
+        gx = g @ self.K if self.needs_grad(0) else None  # a network's input needs none
+        q = gK * self.K
+        Q = q.sum(axis=1)
+        q *= d
+        ud = u * d
+        m = u.shape[1]
+        gmu = (q.sum(axis=1) - Q * rowdot(u, ud) / m) / (s * s)
+        gsigma = (rowdot(q, d) - Q * rowdot(ud, ud) / m) / (s * s * s)
+        gK *= u if self.mask is None else u * self.mask  # dL/dW
+        return gx, gK, g2.sum(axis=0), gmu, gsigma
 
 
 class FocusingLinear(Module):
@@ -114,7 +137,7 @@ class FocusingLinear(Module):
                              f"got {sigma_init}")
         np = backend.host_module()
         mu, sigma = self._initial_mu(mu_init), np.full(out_features, float(sigma_init))
-        u = focus_coefficients(mu, sigma, in_features)[-1]
+        u = focus_coefficients(mu, sigma, in_features)[1]
         bound = math.sqrt(6) / np.sqrt((u * u).sum(axis=1, keepdims=True) + out_features)
         self.weight = Parameter(backend.host_rng().uniform(-1, 1, u.shape) * bound)
         self.bias = Parameter(np.zeros(out_features))
@@ -148,7 +171,7 @@ class FocusingLinear(Module):
 
     def focus(self):
         """The normalised focus coefficients u (out, in), eq. (7), as an array."""
-        return focus_coefficients(self.mu.data, self.sigma.data, self.in_features)[-1]
+        return focus_coefficients(self.mu.data, self.sigma.data, self.in_features)[1]
 
     def effective_weight(self):
         """K = weight * u (* mask), the weights a dense layer would need (out, in)."""
