@@ -24,9 +24,10 @@ Both sums weigh dL/dphi by phi, and that product simplifies (u = sqrt(m) phi/||p
 
     dL/dphi_i phi_i = q_i - w_i Q,   q = dL/dK * K,   Q = sum_i q_i,   w = u^2 / m
 
-q_i is how much connection i matters to the loss; w (which sums to 1) is how the
-focus shares out its fixed norm. mu moves toward the inputs whose q exceeds
-their share w Q, and the code computes exactly this:
+q_i = K_i dL/dK_i is the loss's change per relative growth of connection i; w
+(which sums to 1) is how the focus shares out its fixed norm. Gradient descent
+moves mu toward the inputs where growing helps more than their share, q_i < w_i Q,
+and the code computes exactly this:
 
     dL/dmu    = (sum_i q d - Q sum_i w d) / sigma^2
     dL/dsigma = (sum_i q d^2 - Q sum_i w d^2) / sigma^3
