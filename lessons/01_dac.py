@@ -548,8 +548,9 @@ for w in WIDTHS:
               f"test MSE {reg[w, label][0]:.4f}   ({time.perf_counter() - start:.1f} s)")
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-for label, marker in (("base w", "o"), ("DAC w/sqrt2", "s")):
-    axes[0].plot([reg[w, label][1] for w in WIDTHS], [reg[w, label][0] for w in WIDTHS], marker=marker, label=label)
+for label, marker, color in (("base w", "o", "tab:orange"), ("DAC w/sqrt2", "s", "tab:blue")):
+    axes[0].plot([reg[w, label][1] for w in WIDTHS], [reg[w, label][0] for w in WIDTHS], marker=marker,
+                 color=color, label=label)
 axes[0].set_xscale("log")
 axes[0].set_yscale("log")
 axes[0].set_xlabel("parameters")
@@ -566,7 +567,8 @@ axes[1].set_xticks(pos, [str(w) for w in WIDTHS])
 axes[1].set_xlabel("baseline width w")
 axes[1].set_ylabel("change of log test MSE (nats)")
 axes[1].set_title("Figure 4's question")
-axes[1].legend(fontsize=7)
+axes[1].set_ylim(1.8 * min(gain_w + gain_b + [-0.01]), max(gain_w + gain_b + [0.0]) + 0.01)
+axes[1].legend(fontsize=7, loc="lower center")
 fig.tight_layout()
 fig.savefig(os.path.join(args.out, "regression.png"), dpi=110)
 plt.close(fig)
