@@ -105,15 +105,14 @@ class DACConv2dFn(Function):
         self.activation, self.budget = activation, budget
 
     def _cached(self, B, I, slope=False):
-        """A = zero-pad(phi(B[i,j] + x[b,j])) for the block I: (c, in, b, Hp, Wp) (and phi')."""
-        z = B[I, :, None, None, None] + self.xt[None]
-        A, D = phi_and_slope(self.activation, z) if slope else (phi(self.activation, z), None)
-        if not self.padding:
-            return A, D
-        p, (H, W) = self.padding, A.shape[3:]
-        padded = get_array_module(A).zeros(A.shape[:3] + (H + 2 * p, W + 2 * p), dtype=A.dtype)
-        padded[..., p:p + H, p:p + W] = A
-        return padded, D
+        """A = zero-pad(phi(B[i,j] + x[b,j])) for the block I: (c, in, b, Hp, Wp) (and phi').
+
+        Every activation here has phi(0) = 0, so z is padded with zeros and phi runs once
+        over the padded map: its border is then exactly the zero padding of eq. (5)."""
+        xp, p, (m, b, H, W) = get_array_module(B), self.padding, self.xt.shape
+        z = xp.zeros((len(range(self.n)[I]), m, b, H + 2 * p, W + 2 * p), dtype=B.dtype)
+        xp.add(B[I, :, None, None, None], self.xt[None], out=z[..., p:p + H, p:p + W])
+        return phi_and_slope(self.activation, z) if slope else (phi(self.activation, z), None)
 
     def _taps(self, Ho, Wo):
         """(t, window): tap t = p*k + q reads A[..., h*s + p, w*s + q] for every output (h, w)."""
@@ -152,8 +151,9 @@ class DACConv2dFn(Function):
             A2, G2 = A.reshape(A.shape[0], A.shape[1], -1), G.reshape(G.shape[0], G.shape[1], -1)
             gW[I] = A2 @ G2.transpose(0, 2, 1)                                  # dW[i,j,t] = sum A[i,j] G[i,t]
             gA = (Wt[I] @ G2).reshape(A.shape)                                  # dA[i,j] = sum_t W[i,j,t] G[i,t]
-            p = self.padding
-            M = gA[..., p:gA.shape[3] - p, p:gA.shape[4] - p] * D               # drop the pad, times phi'
+            inner = (Ellipsis, slice(self.padding, A.shape[3] - self.padding),
+                     slice(self.padding, A.shape[4] - self.padding))
+            M = gA[inner] * D[inner]                                            # drop the pad, times phi'
             gB[I] = M.sum(axis=(2, 3, 4))                                       # dB[i,j] = sum_{b,h,w}
             gxt += M.sum(axis=0)                                                # dx[j] = sum_i
         return gxt.transpose(1, 0, 2, 3), gW.reshape(Wt.shape[:2] + (self.k, self.k)), gB
