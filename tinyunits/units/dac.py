@@ -42,8 +42,9 @@ from ..nn.module import Module, Parameter
 from ..ops.conv import conv_output_size
 from ..ops.elementwise import GELU, LeakyReLU, ReLU, Tanh
 
+# Each has phi(0) = 0, which DACConv2dFn relies on to pad (see _cached).
 ACTIVATIONS = {"relu": ReLU, "leaky_relu": LeakyReLU, "tanh": Tanh, "gelu": GELU}
-BLOCK_ELEMENTS = 2 ** 20  # ~4 MB of float32 per block: stays in cache, never near 1 GiB
+BLOCK_ELEMENTS = 2 ** 20  # ~4 MB of float32 per block: cache-friendly, and far from 1 GiB at any size
 
 
 def phi(activation: str, z):
