@@ -368,7 +368,7 @@ results.append(("oscillatory: PReLU rel. error", "poor (Fig. 5)", f"{osc_error['
 for kind, paper in (("TMAF", "0.033"), ("tri-TMAF", "0.029")):
     err = osc_error[kind]
     results.append((f"oscillatory: {kind} rel. error", paper, f"{err:.3f}",
-                    "yes" if err < 0.1 else "partly (beats ReLU)" if err < osc_error["ReLU"]
+                    "yes" if err < 0.05 else "partly (beats ReLU)" if err < osc_error["ReLU"]
                     else "NO"))
 
 # %% [markdown]
