@@ -67,7 +67,7 @@ SETTINGS = {
     "tiny": dict(ltf_n=400, ltf_epochs=3, ltf_seeds=1, trials=2, trial_epochs=2,
                  fm_train=2000, fm_test=1000, fm_hidden=32, fm_epochs=1, fm_repeats=1,
                  fm_batch=512, time_batch=64, time_reps=3),
-    "quick": dict(ltf_n=2000, ltf_epochs=250, ltf_seeds=10, trials=24, trial_epochs=40,
+    "quick": dict(ltf_n=2000, ltf_epochs=250, ltf_seeds=10, trials=24, trial_epochs=100,
                   fm_train=10000, fm_test=5000, fm_hidden=128, fm_epochs=5, fm_repeats=1,
                   fm_batch=512, time_batch=512, time_reps=25),
     "full": dict(ltf_n=2000, ltf_epochs=250, ltf_seeds=20, trials=750, trial_epochs=100,
@@ -129,6 +129,13 @@ def sgd_groups(model, lr, lr_mu, lr_sigma, train_focus=True, momentum=0.9):
 # i.e. phi' with its component along phi removed: moving or widening the focus
 # cannot change the total norm of u. Backward (NOTES.md) is the transpose of
 # this: dL/dphi = (sqrt(m)/||phi||)(dL/du - phi (dL/du . phi)/||phi||^2), then eq. (8).
+# The layer's backward multiplies it out: with q_i = K_i dL/dK_i (what growing
+# connection i would do to the loss), Q = sum_i q_i and w_i = u_i^2 / m (the
+# share of the norm that input i holds, summing to 1),
+#
+#     dL/dmu = sum_i (q_i - w_i Q) (p_i - mu) / sigma^2
+#
+# so the focus slides toward the inputs that would help more than their share.
 # Below: the closed forms against central differences of the layer's own u.
 
 # %%
@@ -343,7 +350,9 @@ results.append(("apertures widened (sigma > 0.08)", "most foci", f"{wider}/{n_fo
 # 100), batch N * {0.1, 0.05}, lr {0.01, 0.001} (mu at lr, sigma at lr / 10, as in
 # section 4.1). Both nets: hidden -> BatchNorm -> ReLU -> output, SGD momentum
 # 0.9; the focused one starts spread over [0.2, 0.8] with sigma 0.08. We score
-# the test accuracy after the last epoch.
+# the test accuracy after the last of 100 epochs (the paper does not give its
+# epochs). Training length matters here: with 40 epochs the same 24 draws gave
+# focus - dense = -0.74 points on the noisy sets, with 100 epochs +0.7.
 
 # %%
 def random_trial(trial):
@@ -580,10 +589,11 @@ results.append(("training step time, focus / dense", "1.15-1.3x (GPU)",
 #   narrowing aperture can stay over the noise (the paper saw neurons "jammed in
 #   noisy input regions" too). Seed 0, the one plotted, keeps 2 of 4 there; the
 #   median over seeds is the fairer summary. Apertures mostly did *not* widen.
-# - Random trials: 24 draws of 40 epochs (the paper: 750 draws, epochs not
-#   stated) from a reduced Table 1 grid. Focusing nets move their foci at the
-#   weights' learning rate and need more epochs than the dense nets to catch up,
-#   so at this budget the paper's "focus better on noisy sets" is not reproduced.
+# - Random trials: 24 draws of 100 epochs (the paper: 750 draws, epochs not
+#   stated) from a reduced Table 1 grid. The foci need epochs to move: at 40
+#   epochs the focused nets were behind on the noisy sets, at 100 slightly
+#   ahead. On the clean sets they stay behind (the small nL = 4 sets, where a
+#   narrow focus ignores inputs a dense neuron uses), not "similar".
 # - Fashion-MNIST in --quick mode: one repeat of 5 epochs at H = 128 on a sixth
 #   of the training set, not 5 repeats of 200 epochs at H = 800. The paper notes
 #   that the dense net learns faster and that the focused nets win later, by
