@@ -4,15 +4,16 @@
 
 im2col lays every k x k window of the (padded) input out as a column, read through
 strided views (no Python loop over positions); the convolution is then one GEMM,
-W reshaped to (out, in*k*k) times the columns. Backward is the same product
-transposed, and col2im adds each window's gradient back where the window came from.
+W reshaped to (out, in*k*k) times the columns. Backward: dW is the same product
+transposed; dx takes each kernel tap's share W[:, :, p, q]^T g and adds it back
+where that tap read the input (the adjoint of im2col, k*k strided adds).
 
 Layout, for speed: the columns are (C*k*k, B*Ho*Wo), so the copy that builds them
 reads the input along its rows, and the GEMM writes the output channel-major,
 (out, B, Ho, Wo). The output is returned as a (B, out, Ho, Wo) view of that array:
 elementwise ops keep its layout, and the next im2col or backward reads it without
-reordering. (Rows of (B*Ho*Wo, C*k*k) instead would cost a transposing copy in
-im2col and in col2im, about 3x slower for a 32-channel layer.)
+reordering. (Rows of (B*Ho*Wo, C*k*k) instead would cost transposing copies in
+im2col and in the input gradient, about 3x slower for a 32-channel layer.)
 """
 from ..backend import get_array_module, sliding_window_view
 from ..function import Function
@@ -27,18 +28,6 @@ def im2col(x, k: int, stride: int):
     windows = sliding_window_view(x, (k, k), axis=(2, 3))[:, :, ::stride, ::stride]
     B, C, Ho, Wo = windows.shape[:4]
     return windows.transpose(1, 4, 5, 0, 2, 3).reshape(C * k * k, B, Ho, Wo)
-
-
-def col2im(cols, shape, k: int, stride: int):
-    """Adjoint of im2col: add each column back onto its window of a (B, C, H, W) array."""
-    B, C, H, W = shape
-    Ho, Wo = cols.shape[2:]
-    cols = cols.reshape(C, k, k, B, Ho, Wo)
-    x = get_array_module(cols).zeros((C, B, H, W), dtype=cols.dtype)
-    for p in range(k):  # k*k strided adds, each over the whole batch
-        for q in range(k):
-            x[:, :, p:p + stride * Ho:stride, q:q + stride * Wo:stride] += cols[:, p, q]
-    return x.transpose(1, 0, 2, 3)
 
 
 def pad2d(x, padding: int):
@@ -78,9 +67,16 @@ class Conv2d(Function):
         return self._input_grad(g) if self.needs_grad(0) else None, gW, g.sum(axis=1)
 
     def _input_grad(self, g):
-        W, cols = self.W, self.cols
-        gcols = (W.reshape(W.shape[0], -1).T @ g).reshape(cols.shape)
-        return unpad2d(col2im(gcols, self.xpad_shape, W.shape[2], self.stride), self.padding)
+        """The adjoint of im2col, one kernel tap (p, q) at a time: W[:, :, p, q]^T g is
+        the gradient of every input pixel that tap read; add it where it was read.
+        (k*k small GEMMs: the (C*k*k, B*Ho*Wo) column gradient is never held.)"""
+        W, s, (B, C, H, Wd) = self.W, self.stride, self.xpad_shape
+        Ho, Wo = self.cols.shape[2:]
+        gx = get_array_module(g).zeros((C, B, H, Wd), dtype=g.dtype)  # channel-major, as y
+        for p in range(W.shape[2]):
+            for q in range(W.shape[3]):
+                gx[:, :, p:p + s * Ho:s, q:q + s * Wo:s] += (W[:, :, p, q].T @ g).reshape(C, B, Ho, Wo)
+        return unpad2d(gx.transpose(1, 0, 2, 3), self.padding)
 
 
 def conv2d(x, W, b=None, stride=1, padding=0):
