@@ -27,11 +27,10 @@ import argparse
 import fnmatch
 import importlib
 import pkgutil
-import sys
 from dataclasses import dataclass, field
 
-from . import backend
-from .tensor import Tensor, get_default_dtype, no_grad, set_default_dtype
+from .. import backend
+from ..tensor import Tensor, get_default_dtype, no_grad, set_default_dtype
 
 TOLERANCE = 1e-6
 
@@ -139,7 +138,7 @@ def _directions(loss, t, analytic, eps, rng, n):
 # ---------------------------------------------------------------------- registry
 def load_cases() -> dict:
     """Import every module of tinyunits.checks, which registers its cases."""
-    from . import checks
+    from .. import checks
     for info in pkgutil.iter_modules(checks.__path__):
         importlib.import_module(f"{checks.__name__}.{info.name}")
     return checks.CASES
@@ -172,7 +171,3 @@ def main(argv=None) -> int:
             print(report)
     print(f"{len(names) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed or not names else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
