@@ -14,30 +14,20 @@
 # Run it as a script (`python lessons/00_engine.py`) or open it as a notebook.
 
 # %%
-import argparse
 import os
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from _lesson import setup  # puts the checkout on sys.path
 
-import numpy as np  # noqa: E402  (host-side data and printing)
+import numpy as np  # host-side data and printing
 
-import datasets  # noqa: E402
-import tinyunits as tu  # noqa: E402
-from tinyunits import nn, optim, plot  # noqa: E402
-from tinyunits.train import accuracy, evaluate, fit  # noqa: E402
+import datasets
+import tinyunits as tu
+from tinyunits import nn, optim, plot
+from tinyunits.train import accuracy, evaluate, fit
 
-parser = argparse.ArgumentParser(description=__doc__)
-mode = parser.add_mutually_exclusive_group()
-mode.add_argument("--quick", action="store_true", help="default: under a minute")
-mode.add_argument("--full", action="store_true", help="more data and epochs")
-mode.add_argument("--tiny", action="store_true", help="seconds; the test suite's smoke run")
-parser.add_argument("--out", default=os.path.join(ROOT, "figures", "00_engine"))
-args, _ = parser.parse_known_args()  # known: a notebook kernel passes its own flags
-SIZE = "tiny" if args.tiny else "full" if args.full else "quick"
-os.makedirs(args.out, exist_ok=True)
+args, SIZE = setup("00_engine", "Lesson 0: the engine",
+                   full="more data and epochs")
 tu.manual_seed(0)
 results = []  # (what, expected, ours, reproduced?) for the closing table
 

@@ -30,11 +30,9 @@
 # repetitions: hours), `--tiny` (seconds; the test suite's smoke run).
 
 # %%
-import argparse
 import itertools
 import math
 import os
-import sys
 import time
 
 # The inner net's matrices (N points x 64) are small: one BLAS thread per process
@@ -42,8 +40,7 @@ import time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from _lesson import setup  # noqa: E402  (puts the checkout on sys.path)
 
 import numpy as np  # noqa: E402  (host-side data, analysis and printing)
 
@@ -52,15 +49,8 @@ import tinyunits as tu  # noqa: E402
 from tinyunits import nn, optim  # noqa: E402
 from tinyunits.train import accuracy, evaluate, fit  # noqa: E402
 
-parser = argparse.ArgumentParser(description="Two-argument activations (Kim et al. 2022)")
-mode = parser.add_mutually_exclusive_group()
-mode.add_argument("--quick", action="store_true", help="default: a few minutes on 2 cores")
-mode.add_argument("--full", action="store_true", help="the paper's epochs, 4 repetitions")
-mode.add_argument("--tiny", action="store_true", help="seconds; the test suite's smoke run")
-parser.add_argument("--out", default=os.path.join(ROOT, "figures", "02_two_argument"))
-args, _ = parser.parse_known_args()  # known: a notebook kernel passes its own flags
-SIZE = "tiny" if args.tiny else "full" if args.full else "quick"
-os.makedirs(args.out, exist_ok=True)
+args, SIZE = setup("02_two_argument", "Two-argument activations (Kim et al. 2022)",
+                   full="the paper's epochs, 4 repetitions")
 START = time.perf_counter()
 
 # Classroom scale. --full follows NOTES.md: 50k/10k split, Adam 1e-3, batch 200,

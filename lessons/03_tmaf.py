@@ -27,41 +27,26 @@
 # the same code and differ only in sizes, set in one line per section.
 
 # %%
-import argparse
 import os
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from _lesson import host, setup  # puts the checkout on sys.path
 
-import matplotlib  # noqa: E402
+import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402  (host-side data, tables and plots)
+import matplotlib.pyplot as plt
+import numpy as np  # host-side data, tables and plots
 
-import datasets  # noqa: E402
-import tinyunits as tu  # noqa: E402
-from tinyunits import nn, ops, optim, plot  # noqa: E402
-from tinyunits.train import evaluate, fit  # noqa: E402
+import datasets
+import tinyunits as tu
+from tinyunits import nn, ops, optim, plot
+from tinyunits.train import evaluate, fit
 
-parser = argparse.ArgumentParser(description="Lesson 3: trainable matrix activations")
-mode = parser.add_mutually_exclusive_group()
-mode.add_argument("--quick", action="store_true", help="default: a few minutes on 2 cores")
-mode.add_argument("--full", action="store_true", help="the paper's sample counts, more epochs")
-mode.add_argument("--tiny", action="store_true", help="seconds; the test suite's smoke run")
-parser.add_argument("--out", default=os.path.join(ROOT, "figures", "03_tmaf"))
-args, _ = parser.parse_known_args()  # known: a notebook kernel passes its own flags
-SIZE = "tiny" if args.tiny else "full" if args.full else "quick"
-os.makedirs(args.out, exist_ok=True)
+args, SIZE = setup("03_tmaf", "Lesson 3: trainable matrix activations",
+                   full="the paper's sample counts, more epochs")
 LESSON_START = time.perf_counter()
 results = []  # (result, paper, ours, reproduced?) for the closing table
-
-
-def host(t):
-    """A host NumPy copy of a Tensor or a backend array (explicit on every backend)."""
-    return t.numpy() if isinstance(t, tu.Tensor) else tu.backend.to_host(t)
 
 
 def savefig(fig, name):

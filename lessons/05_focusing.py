@@ -30,34 +30,24 @@
 # 784-800-800-10, well over a day on 2 CPU cores).
 
 # %%
-import argparse
 import os
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from _lesson import host, setup  # puts the checkout on sys.path
 
-import matplotlib  # noqa: E402
+import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402  (host-side data, reference formulas and printing)
+import matplotlib.pyplot as plt
+import numpy as np  # host-side data, reference formulas and printing
 
-import datasets  # noqa: E402
-import tinyunits as tu  # noqa: E402
-from tinyunits import backend, nn, optim  # noqa: E402
-from tinyunits.train import accuracy, evaluate, fit  # noqa: E402
+import datasets
+import tinyunits as tu
+from tinyunits import backend, nn, optim
+from tinyunits.train import accuracy, evaluate, fit
 
-parser = argparse.ArgumentParser(description="Lesson 5: the focusing neuron")
-mode = parser.add_mutually_exclusive_group()
-mode.add_argument("--quick", action="store_true", help="default: a few minutes on 2 cores")
-mode.add_argument("--full", action="store_true", help="the paper's settings (over a day on a CPU)")
-mode.add_argument("--tiny", action="store_true", help="seconds; the test suite's smoke run")
-parser.add_argument("--out", default=os.path.join(ROOT, "figures", "05_focusing"))
-args, _ = parser.parse_known_args()  # known: a notebook kernel passes its own flags
-SIZE = "tiny" if args.tiny else "full" if args.full else "quick"
-os.makedirs(args.out, exist_ok=True)
+args, SIZE = setup("05_focusing", "Lesson 5: the focusing neuron",
+                   full="the paper's settings (over a day on a CPU)")
 START = time.perf_counter()
 results = []  # (result, paper, ours, reproduced?) for the closing table
 
@@ -75,10 +65,6 @@ SETTINGS = {
                  fm_train=60000, fm_test=10000, fm_hidden=800, fm_epochs=200, fm_repeats=5,
                  fm_batch=512, time_batch=512, time_reps=50),
 }[SIZE]
-
-
-def host(t):
-    return backend.to_host(t.data if isinstance(t, tu.Tensor) else t)
 
 
 def save(fig, name):
