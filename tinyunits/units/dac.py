@@ -48,14 +48,9 @@ BLOCK_ELEMENTS = 2 ** 20  # ~4 MB of float32 per block: cache-friendly, and far 
 
 
 def phi(activation: str, z):
-    return ACTIVATIONS[activation]().forward(z)
-
-
-def phi_and_slope(activation: str, z):
-    """phi(z) and phi'(z), from the activation's own Function (one definition of each)."""
+    """phi(z) and the activation's own Function, whose backward(g) then gives phi'(z) * g."""
     fn = ACTIVATIONS[activation]()
-    a = fn.forward(z)
-    return a, fn.backward(get_array_module(z).ones((), dtype=z.dtype))[0]
+    return fn.forward(z), fn
 
 
 def _blocks(n_out: int, elements_per_unit: int, budget: int = BLOCK_ELEMENTS):
@@ -74,7 +69,7 @@ class DACLinearFn(Function):
         xp = get_array_module(x)
         y = xp.empty((x.shape[0], W.shape[0]), dtype=x.dtype)
         for I in _blocks(W.shape[0], x.size, self.budget):
-            A = phi(self.activation, B[I, None, :] + x)               # (c, b, in): phi(B[i,j] + x[b,j])
+            A, _ = phi(self.activation, B[I, None, :] + x)            # (c, b, in): phi(B[i,j] + x[b,j])
             y[:, I] = (A @ W[I, :, None])[:, :, 0].T                   # eq. (4): sum_j W[i,j] * A
         return y
 
@@ -83,12 +78,12 @@ class DACLinearFn(Function):
         xp = get_array_module(x)
         gx, gW, gB = xp.zeros_like(x), xp.empty_like(W), xp.empty_like(B)
         for I in _blocks(W.shape[0], x.size, self.budget):
-            A, D = phi_and_slope(self.activation, B[I, None, :] + x)  # recomputed per block
+            A, fn = phi(self.activation, B[I, None, :] + x)           # recomputed per block
             gT = g[:, I].T                                            # (c, b)
             gW[I] = (gT[:, None, :] @ A)[:, 0]                        # eq. (7): sum_b phi * g
-            M = D * gT[:, :, None]                                    # phi'(B[i,j] + x[b,j]) * g[b,i]
+            M = fn.backward(gT[:, :, None])[0]                        # phi'(B[i,j] + x[b,j]) * g[b,i]
             gB[I] = W[I] * M.sum(axis=1)                              # eq. (7): W * sum_b phi' * g
-            gx += (M * W[I, None, :]).sum(axis=0)                     # eq. (7): sum_i W * phi' * g
+            gx += xp.einsum("cbj,cj->bj", M, W[I])                    # eq. (7): sum_i W * phi' * g
         return gx, gW, gB
 
 
@@ -105,15 +100,15 @@ class DACConv2dFn(Function):
         self.stride, self.padding = stride, padding
         self.activation, self.budget = activation, budget
 
-    def _cached(self, B, I, slope=False):
-        """A = zero-pad(phi(B[i,j] + x[b,j])) for the block I: (c, in, b, Hp, Wp) (and phi').
+    def _cached(self, B, I):
+        """A = zero-pad(phi(B[i,j] + x[b,j])) for the block I: (c, in, b, Hp, Wp), and phi's Function.
 
         Every activation here has phi(0) = 0, so z is padded with zeros and phi runs once
         over the padded map: its border is then exactly the zero padding of eq. (5)."""
         xp, p, (m, b, H, W) = get_array_module(B), self.padding, self.xt.shape
         z = xp.zeros((len(range(self.n)[I]), m, b, H + 2 * p, W + 2 * p), dtype=B.dtype)
         xp.add(B[I, :, None, None, None], self.xt[None], out=z[..., p:p + H, p:p + W])
-        return phi_and_slope(self.activation, z) if slope else (phi(self.activation, z), None)
+        return phi(self.activation, z)
 
     def _taps(self, Ho, Wo):
         """(t, window): tap t = p*k + q reads A[..., h*s + p, w*s + q] for every output (h, w)."""
@@ -145,7 +140,7 @@ class DACConv2dFn(Function):
         gt, Wt, B = g.transpose(1, 0, 2, 3), self.Wt, self.B                    # gt: (out, b, Ho, Wo)
         gxt, gW, gB = xp.zeros_like(self.xt), xp.empty_like(Wt), xp.empty_like(B)
         for I in self._blocks():
-            A, D = self._cached(B, I, slope=True)                               # recomputed per block
+            A, fn = self._cached(B, I)                                          # recomputed per block
             G = xp.zeros(A.shape[:1] + (self.k ** 2,) + A.shape[2:], dtype=g.dtype)
             for t, window in self._taps(*g.shape[2:]):
                 G[:, t][window] = gt[I]                                         # g[i,b,h,w] where tap t read A
@@ -154,7 +149,7 @@ class DACConv2dFn(Function):
             gA = (Wt[I] @ G2).reshape(A.shape)                                  # dA[i,j] = sum_t W[i,j,t] G[i,t]
             inner = (Ellipsis, slice(self.padding, A.shape[3] - self.padding),
                      slice(self.padding, A.shape[4] - self.padding))
-            M = gA[inner] * D[inner]                                            # drop the pad, times phi'
+            M = fn.backward(gA)[0][inner]                                       # dA * phi', without the pad
             gB[I] = M.sum(axis=(2, 3, 4))                                       # dB[i,j] = sum_{b,h,w}
             gxt += M.sum(axis=0)                                                # dx[j] = sum_i
         return gxt.transpose(1, 0, 2, 3), gW.reshape(Wt.shape[:2] + (self.k, self.k)), gB
