@@ -462,13 +462,18 @@ results.append(("eq. (7) by hand = backward = numerical", "equal", f"{hand_gap:.
                 hand_gap < 1e-12 and report.ok))
 
 fig, axes = plt.subplots(1, 2, figsize=(7, 2.6))
-shared_mask = np.repeat(((np.array([0.5, 0.6, -0.6]) + xs[0]) > 0)[None].astype(float), 2, axis=0)
-for ax, M, title in ((axes[0], shared_mask, "standard: one mask per input j"),
+shared_b = np.array([0.5, -0.6, -0.6])  # a standard layer's shared biases, for comparison
+shared_mask = np.repeat(((shared_b + xs[0]) > 0)[None].astype(float), 2, axis=0)
+for ax, M, title in ((axes[0], shared_mask, f"standard, b = {shared_b}: one mask per input j"),
                      (axes[1], mask, "DAC: one mask per connection (i, j)")):
     ax.imshow(M, cmap="gray", vmin=0, vmax=1)
+    for (i, j), v in np.ndenumerate(M):
+        ax.text(j, i, f"{v:.0f}", ha="center", va="center", color="red")
+    ax.set_xticks(range(3))
+    ax.set_yticks(range(2))
     ax.set_xlabel("input j")
     ax.set_ylabel("unit i")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=8)
 fig.tight_layout()
 fig.savefig(os.path.join(args.out, "granular_masking.png"), dpi=110)
 plt.close(fig)
