@@ -53,6 +53,9 @@ def parse_args(argv=None):
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                    help="cpu: CPU time of this process (default; robust to other "
                         "processes sharing the cores), wall: elapsed time")
+    p.add_argument("--malloc", choices=("steady", "default"), default="steady",
+                   help="steady (default): glibc keeps freed memory for reuse, so no "
+                        "step pays page faults for fresh temporaries; default: leave it")
     p.add_argument("--quick", action="store_true", help="5 short rounds per row")
     p.add_argument("--only", default="", help="comma-separated row ids, e.g. B1,B3,S")
     p.add_argument("--no-torch", action="store_true", help="leave the PyTorch column blank")
@@ -69,6 +72,27 @@ def set_threads(n):
         os.environ[var] = str(n)
     if "numpy" in sys.modules:
         print("warning: numpy was imported before the thread count was set", file=sys.stderr)
+
+
+def steady_malloc():
+    """Make glibc serve every allocation from its heap and never give it back.
+
+    By default glibc maps each block above ~128 KB freshly from the kernel and
+    unmaps it when freed (the threshold then adapts, up to 32 MB, depending on
+    what was freed before). A step that makes large temporaries then pays a page
+    fault per 4 KB page, every step: a third of the CPU time of B2, and a row's
+    time came to depend on which rows ran before it. Both libraries share this
+    process, so both get the same allocator. Returns a note for the header.
+    """
+    import ctypes
+    import ctypes.util
+    M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4  # from glibc's malloc.h
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        ok = libc.mallopt(M_MMAP_MAX, 0) == 1 and libc.mallopt(M_TRIM_THRESHOLD, 2 ** 31 - 1) == 1
+    except (OSError, AttributeError):
+        ok = False
+    return "glibc malloc: no mmap, no trim" if ok else "malloc left as it is (not glibc)"
 
 
 # ----------------------------------------------------------------------------- rows
@@ -186,7 +210,7 @@ def run_row(row_id, builder, target, args, torch_ok):
     return out
 
 
-def memory_child():
+def memory_child(clock):
     """M1 in its own process: peak of one DACLinear 512->512 step at batch 4096."""
     import resource
     limit = 4 * DAC_MEMORY_LIMIT  # an unchunked layer needs ~4 GiB per (B, out, in) array
@@ -195,9 +219,10 @@ def memory_child():
     try:
         case = cases.dac_linear_big()
         case.ours()
-        t = time.perf_counter()
+        now = time.process_time if clock == "cpu" else time.perf_counter
+        t = now()
         case.ours()
-        ms = (time.perf_counter() - t) * 1e3
+        ms = (now() - t) * 1e3
         print(json.dumps(dict(ms=ms, peak=peak_ours(case.ours) / MiB)))
     except cases.UnitMissing as err:
         print(json.dumps(dict(error=f"unit not available ({err})")))
@@ -207,7 +232,7 @@ def memory_child():
 
 def run_memory_row(args):
     cmd = [sys.executable, os.path.abspath(__file__), "--memory-child",
-           "--threads", str(args.threads)]
+           "--threads", str(args.threads), "--clock", args.clock, "--malloc", args.malloc]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     try:
         res = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -225,7 +250,7 @@ def fmt(value, spec):
     return "" if value is None else format(value, spec)
 
 
-def print_header(args, torch_version):
+def print_header(args, torch_version, malloc_note):
     import numpy
     import tinyunits as tu
     print(f"# tinyunits benchmarks  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
@@ -234,7 +259,7 @@ def print_header(args, torch_version):
     print(f"# numpy {numpy.__version__}, torch {torch_version or 'not installed'}; "
           f"{args.clock} time, median of {args.rounds} interleaved rounds of "
           f"~{args.round_seconds}s each")
-    print(f"# load average at start: {_load()}")
+    print(f"# {malloc_note}; load average at start: {_load()}")
     print()
     print("| row | benchmark | ours ms | ref ms | ratio | target | ours peak MB "
           "| torch peak MB | reference | notes |")
@@ -263,15 +288,16 @@ def _load():
 def main(argv=None):
     args = parse_args(argv)
     set_threads(args.threads)
+    malloc_note = steady_malloc() if args.malloc == "steady" else "glibc malloc defaults"
     sys.path[:0] = [HERE, ROOT]
     if args.memory_child:
-        return memory_child()
+        return memory_child(args.clock)
     import cases
     torch_version = None
     if cases.torch is not None and not args.no_torch:
         cases.torch.set_num_threads(args.threads)
         torch_version = cases.torch.__version__
-    print_header(args, torch_version)
+    print_header(args, torch_version, malloc_note)
     only = [o for o in args.only.split(",") if o]
     for row_id, desc, builder, target in rows(cases):
         if selected(row_id, only):
