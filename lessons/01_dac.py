@@ -30,18 +30,16 @@
 # paper's settings where a CPU can (see section 6).
 
 # %%
-import argparse
 import math
 import os
-import sys
 import time
 
 # One BLAS thread: on a shared 2-core machine OpenBLAS's threads wait on each other
 # (we measured a 16-channel conv step at 1.9 s with threads, 0.07 s without).
 # Must be set before numpy is first imported; an explicit setting wins.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+
+from _lesson import host, setup  # noqa: E402  (puts the checkout on sys.path)
 
 import matplotlib  # noqa: E402
 
@@ -55,22 +53,11 @@ from tinyunits import backend, nn, optim, plot  # noqa: E402
 from tinyunits.train import accuracy, evaluate, fit  # noqa: E402
 from tinyunits.units.dac import section4_counts  # noqa: E402
 
-parser = argparse.ArgumentParser(description="Lesson 1: DAC units (pre-activation with unshared biases)")
-mode = parser.add_mutually_exclusive_group()
-mode.add_argument("--quick", action="store_true", help="default: a few minutes on 2 cores")
-mode.add_argument("--full", action="store_true", help="the paper's settings (hours)")
-mode.add_argument("--tiny", action="store_true", help="seconds; the test suite's smoke run")
-parser.add_argument("--out", default=os.path.join(ROOT, "figures", "01_dac"))
-args, _ = parser.parse_known_args()  # known: a notebook kernel passes its own flags
-SIZE = "tiny" if args.tiny else "full" if args.full else "quick"
-os.makedirs(args.out, exist_ok=True)
+args, SIZE = setup("01_dac", "Lesson 1: DAC units (pre-activation with unshared biases)",
+                   full="the paper's settings (hours)")
 tu.manual_seed(0)
 START = time.perf_counter()
 results = []  # (result, paper, ours, reproduced?) for the closing table
-
-
-def host(t):
-    return backend.to_host(t.data if isinstance(t, tu.Tensor) else t)
 
 
 def set_param(p, value):
