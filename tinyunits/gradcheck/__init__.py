@@ -105,7 +105,10 @@ def _as_float64(x):
 
 def _sweep(loss, t, eps):
     """Central difference on every element of t; returns the numeric gradient (host)."""
-    flat = t.data.reshape(-1)  # a view: writing it perturbs t
+    # reshape is a view only of a contiguous array; of a strided one it is a copy,
+    # and perturbing a copy would leave t unchanged (a numeric gradient of 0)
+    t.data = backend.get_array_module(t.data).ascontiguousarray(t.data)
+    flat = t.data.reshape(-1)
     numeric = backend.host_module().empty(flat.size)
     for i in range(flat.size):
         old = flat[i].item()
