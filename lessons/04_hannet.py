@@ -27,10 +27,8 @@
 # 2 cores), `--full` (the paper's sweeps and budgets) or `--tiny` (seconds).
 
 # %%
-import argparse
 import os
 import warnings
-import sys
 import time
 
 # The nets here are small (batch 100, width 30-100): a multi-threaded BLAS spends
@@ -39,8 +37,7 @@ import time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from _lesson import setup  # noqa: E402  (puts the checkout on sys.path)
 
 import matplotlib  # noqa: E402
 
@@ -54,15 +51,8 @@ from tinyunits import nn, ops, optim  # noqa: E402
 from tinyunits.train import accuracy, evaluate, fit  # noqa: E402
 from tinyunits.units import han_measures as hm  # noqa: E402
 
-parser = argparse.ArgumentParser(description="HanNet: variability and Han-layers")
-mode = parser.add_mutually_exclusive_group()
-mode.add_argument("--quick", action="store_true", help="default: under 5 minutes")
-mode.add_argument("--full", action="store_true", help="the paper's budgets and lr sweeps")
-mode.add_argument("--tiny", action="store_true", help="seconds; the test suite's smoke run")
-parser.add_argument("--out", default=os.path.join(ROOT, "figures", "04_hannet"))
-args, _ = parser.parse_known_args()  # known: a notebook kernel passes its own flags
-SIZE = "tiny" if args.tiny else "full" if args.full else "quick"
-os.makedirs(args.out, exist_ok=True)
+args, SIZE = setup("04_hannet", "HanNet: variability and Han-layers",
+                   full="the paper's budgets and lr sweeps")
 START = time.perf_counter()
 # A diverging run in an lr sweep overflows; train_board reports it in one line instead.
 warnings.filterwarnings("ignore", "overflow|invalid value", RuntimeWarning)
