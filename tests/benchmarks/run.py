@@ -171,7 +171,6 @@ def peak_torch(step):
 
 def check_float32(step):
     """Every tensor of the forward graph and every gradient stays float32."""
-    import tinyunits as tu
     from tinyunits.tensor import _topological_order
     step.zero_grad()
     loss = step.loss_of()
