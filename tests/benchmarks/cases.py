@@ -197,17 +197,12 @@ def cnn(batch=128):
 
 
 # ----------------------------------------------------------------------------- B3, B4
-def dac_linear(batch=512, n_in=256, n_out=256):
-    """B3: DACLinear, y[b,i] = sum_j W[i,j] relu(B[i,j] + x[b,j]); MSE to a fixed target.
-
-    PyTorch: the same formula composed from broadcasting ops (autograd backward).
-    """
-    DACLinear = unit("DACLinear")
-    x, target = _data((batch, n_in), 5), _data((batch, n_out), 6)
-
+def _dac_case(make_layer, x, target, torch_forward):
+    """One DAC layer's step (MSE to a fixed target) against PyTorch computing
+    torch_forward(W, B, X), the same formula composed, from the same initial arrays."""
     def build():
         tu.manual_seed(0)
-        return DACLinear(n_in, n_out)
+        return make_layer()
 
     def ours():
         layer = build()
@@ -218,49 +213,39 @@ def dac_linear(batch=512, n_in=256, n_out=256):
         layer = build()
         W, B = _t(layer.weight.data, True), _t(layer.bias.data, True)
         X, T = torch.from_numpy(x), torch.from_numpy(target)
-
-        def loss():
-            y = (W * torch.relu(B + X[:, None, :])).sum(-1)
-            return F.mse_loss(y, T)
-
-        return _torch_step([W, B], loss)
+        return _torch_step([W, B], lambda: F.mse_loss(torch_forward(W, B, X), T))
 
     return _case(ours, ref if torch else None)
 
 
+def dac_linear(batch=512, n_in=256, n_out=256):
+    """B3: DACLinear, y[b,i] = sum_j W[i,j] relu(B[i,j] + x[b,j]).
+
+    PyTorch: the same formula composed from broadcasting ops (autograd backward).
+    """
+    DACLinear = unit("DACLinear")
+    return _dac_case(lambda: DACLinear(n_in, n_out),
+                     _data((batch, n_in), 5), _data((batch, n_out), 6),
+                     lambda W, B, X: (W * torch.relu(B + X[:, None, :])).sum(-1))
+
+
 def dac_conv(batch=64, channels=16, size=32):
-    """B4: DACConv2d 16->16, 3x3, padding 1, on 16x32x32; MSE to a fixed target.
+    """B4: DACConv2d 16->16, 3x3, padding 1, on 16x32x32.
 
     PyTorch: the same formula as one grouped convolution: channel i*in + j of the
     activated input is relu(B[i,j] + x[:, j]); group i of the conv sums it with
     weight[i] (groups = out_channels).
     """
     DACConv2d = unit("DACConv2d")
-    x = _data((batch, channels, size, size), 7)
-    target = _data((batch, channels, size, size), 8)
 
-    def build():
-        tu.manual_seed(0)
-        return DACConv2d(channels, channels, 3, padding=1)
+    def grouped(W, B, X):
+        A = torch.relu(B[None, :, :, None, None] + X[:, None])  # (b, out, in, H, W)
+        A = A.reshape(batch, channels * channels, size, size)
+        return F.conv2d(A, W, padding=1, groups=channels)
 
-    def ours():
-        layer = build()
-        X, T = tu.tensor(x), tu.tensor(target)
-        return _ours_step(layer, lambda: nn.functional.mse_loss(layer(X), T))
-
-    def ref():
-        layer = build()
-        W, B = _t(layer.weight.data, True), _t(layer.bias.data, True)
-        X, T = torch.from_numpy(x), torch.from_numpy(target)
-
-        def loss():
-            A = torch.relu(B[None, :, :, None, None] + X[:, None])  # (b, out, in, H, W)
-            A = A.reshape(batch, channels * channels, size, size)
-            return F.mse_loss(F.conv2d(A, W, padding=1, groups=channels), T)
-
-        return _torch_step([W, B], loss)
-
-    return _case(ours, ref if torch else None)
+    return _dac_case(lambda: DACConv2d(channels, channels, 3, padding=1),
+                     _data((batch, channels, size, size), 7),
+                     _data((batch, channels, size, size), 8), grouped)
 
 
 # ----------------------------------------------------------------------------- B5, H1
