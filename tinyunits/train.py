@@ -45,7 +45,7 @@ def _progress(iterable, total, desc, progress):
 
 
 def _batches(n, batch_size, rng):
-    order = rng.permutation(n) if rng is not None else range(n)
+    order = rng.permutation(n)
     for start in range(0, n, batch_size):
         yield order[start:start + batch_size]
 
@@ -56,8 +56,8 @@ def evaluate(model, X, y, loss_fn=None, metric=accuracy, batch_size=1024):
     model.eval()
     losses, metrics, counts = [], [], []
     with no_grad():
-        for idx in _batches(len(X), batch_size, None):
-            idx = slice(idx.start, idx.stop)
+        for start in range(0, len(X), batch_size):
+            idx = slice(start, start + batch_size)  # in order: a slice, not a copy
             out = model(tensor(X[idx]))
             target = tensor(y[idx])
             counts.append(len(out))

@@ -155,21 +155,27 @@ class LeakyReLU(Module):
         return ops.leaky_relu(x, self.slope)
 
 
-class MaxPool2d(Module):
+class _Pool2d(Module):
+    """Non-overlapping k x k windows (stride k); `pool` is the op that reduces them."""
+    pool = None
+
     def __init__(self, k):
         super().__init__()
         self.k = k
 
     def forward(self, x):
-        return ops.max_pool2d(x, self.k)
+        return type(self).pool(x, self.k)
 
     def extra_repr(self):
         return str(self.k)
 
 
-class AvgPool2d(MaxPool2d):
-    def forward(self, x):
-        return ops.avg_pool2d(x, self.k)
+class MaxPool2d(_Pool2d):
+    pool = ops.max_pool2d
+
+
+class AvgPool2d(_Pool2d):
+    pool = ops.avg_pool2d
 
 
 class GlobalAvgPool2d(Module):
