@@ -686,20 +686,24 @@ def checkerboard(flip=0.0, seed=0):
 
 
 def focus_blobs(n_samples=2000, n_informative=20, n_noise=20, noise_side="left", seed=0,
-                class_sep=1.0):
+                class_sep=1.0, flip_y=0.01):
     """The focusing-neuron "learning to focus" set: 2 classes of Gaussian blobs among noise.
 
-    Informative features: 4 clusters, 2 per class, each ``n_samples // 4`` points
-    (the first ``n_samples % 4`` clusters get one more) drawn from N(c, I) around a
-    centre c that is a distinct random vertex of the hypercube {-class_sep,
-    +class_sep}^n_informative (as sklearn's make_classification places its
-    clusters, but without its random covariances). Clusters 0 and 1 are class 0,
-    clusters 2 and 3 class 1. Noise: ``n_noise`` columns U[0, 1) (the author's
-    code; the paper's text says N(0, 1)), all on the left (``noise_side="left"``)
-    or ``n_noise // 2`` on the left and the rest on the right (``"both"``).
-    Rows are shuffled, split 70 % train / 30 % test, and every column is
-    standardised with the training mean and standard deviation. All randomness
-    comes from ``numpy.random.default_rng(seed)``.
+    The informative features are drawn as the author's code draws them, with
+    sklearn's ``make_classification`` (its defaults, no redundant features):
+    4 clusters, 2 per class, each ``n_samples // 4`` points (the first
+    ``n_samples % 4`` clusters get one more). Cluster k is N(0, I) mapped by its
+    own random matrix A_k ~ U[-1, 1]^(n_informative x n_informative) (so each
+    blob has its own covariance A_k^T A_k) and shifted to a centre c_k, a
+    distinct random vertex of the hypercube {-class_sep, +class_sep}^n_informative.
+    Clusters 0 and 1 are class 0, clusters 2 and 3 class 1; a ``flip_y`` share
+    of the rows then get a random label (either class, as sklearn does).
+    Noise: ``n_noise`` columns U[0, 1) (the author's code; the paper's text says
+    N(0, 1)), all on the left (``noise_side="left"``) or ``n_noise // 2`` on the
+    left and the rest on the right (``"both"``). Rows are shuffled, split 70 %
+    train / 30 % test, and every column is standardised with the training mean
+    and standard deviation. All randomness comes from
+    ``numpy.random.default_rng(seed)``.
 
     Returns (x_train, y_train, x_test, y_test, informative): x float32, y int64,
     informative a bool mask over the n_informative + n_noise columns.
@@ -709,19 +713,27 @@ def focus_blobs(n_samples=2000, n_informative=20, n_noise=20, noise_side="left",
     if n_informative < 2 or n_samples < 4:
         raise ValueError("focus_blobs needs n_informative >= 2 and n_samples >= 4, got "
                          f"{n_informative} and {n_samples}")
+    if not 0 <= flip_y <= 1:
+        raise ValueError(f"focus_blobs: flip_y must lie in [0, 1], got {flip_y}")
     rng = np.random.default_rng(seed)
     centres = rng.choice([-class_sep, class_sep], size=(4, n_informative))
     while len(np.unique(centres, axis=0)) < 4:  # four distinct vertices; rare redraw
         centres = rng.choice([-class_sep, class_sep], size=(4, n_informative))
     cluster = np.arange(n_samples) % 4
-    informative_x = centres[cluster] + rng.standard_normal((n_samples, n_informative))
-    labels = (cluster >= 2).astype(np.int64)
+    informative_x = rng.standard_normal((n_samples, n_informative))
+    for k in range(4):
+        mixing = rng.uniform(-1, 1, size=(n_informative, n_informative))
+        informative_x[cluster == k] = informative_x[cluster == k] @ mixing + centres[k]
     noise = rng.random((n_samples, n_noise))
     n_left = n_noise if noise_side == "left" else n_noise // 2
     x = np.concatenate([noise[:, :n_left], informative_x, noise[:, n_left:]], axis=1)
     informative = np.zeros(x.shape[1], dtype=bool)
     informative[n_left:n_left + n_informative] = True
     order = rng.permutation(n_samples)
+    labels = (cluster >= 2).astype(np.int64)
+    # Flipped last, so the same seed gives the same x whatever flip_y is.
+    flipped = rng.random(n_samples) < flip_y
+    labels[flipped] = rng.integers(0, 2, size=int(flipped.sum()))
     n_train = round(0.7 * n_samples)
     train, test = order[:n_train], order[n_train:]
     mean, std = _train_statistics(x[train])

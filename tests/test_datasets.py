@@ -490,7 +490,7 @@ def test_checkerboard_flips_only_the_asked_fraction_of_train_labels():
 @pytest.mark.parametrize("side, first_informative", [("left", 20), ("both", 10)])
 def test_focus_blobs_layout_and_informative_columns(side, first_informative):
     x_train, y_train, x_test, y_test, informative = datasets.focus_blobs(
-        n_samples=1000, noise_side=side, seed=1)
+        n_samples=1000, noise_side=side, seed=1, flip_y=0)
     assert x_train.shape == (700, 40) and x_test.shape == (300, 40)
     assert y_train.dtype == np.int64 and x_train.dtype == np.float32
     assert list(np.flatnonzero(informative)) == list(range(first_informative,
@@ -506,6 +506,36 @@ def test_focus_blobs_layout_and_informative_columns(side, first_informative):
     assert np.abs(centroids[0] - centroids[1]).max() > np.abs(
         x_train[y_train == 0][:, ~informative].mean(axis=0)
         - x_train[y_train == 1][:, ~informative].mean(axis=0)).max()
+
+
+def test_focus_blobs_flips_a_share_of_labels_and_nothing_else():
+    clean = datasets.focus_blobs(n_samples=4000, seed=3, flip_y=0)
+    noisy = datasets.focus_blobs(n_samples=4000, seed=3, flip_y=0.2)
+    for a, b in zip(clean[::2], noisy[::2]):  # x_train, x_test, informative
+        np.testing.assert_array_equal(a, b)
+    labels_clean = np.concatenate([clean[1], clean[3]])
+    labels_noisy = np.concatenate([noisy[1], noisy[3]])
+    # A flipped row gets a random class, the same one half the time: ~10 % change.
+    changed = np.mean(labels_clean != labels_noisy)
+    assert 0.08 < changed < 0.12
+    with pytest.raises(ValueError, match="flip_y"):
+        datasets.focus_blobs(flip_y=1.5)
+
+
+def test_focus_blobs_clusters_have_their_own_covariance():
+    """make_classification maps each blob by its own random matrix: its informative
+    columns are correlated, and differently in the two blobs of a class."""
+    x, y, _, _, informative = datasets.focus_blobs(n_samples=16000, seed=2, class_sep=50,
+                                                   flip_y=0)
+    blobs = x[y == 0][:, informative]  # the two blobs of class 0, 100 apart on some axes
+    axis = np.argmax(blobs.var(axis=0))
+    halves = [blobs[blobs[:, axis] < np.median(blobs[:, axis])],
+              blobs[blobs[:, axis] >= np.median(blobs[:, axis])]]
+    correlations = [np.corrcoef(h, rowvar=False) for h in halves]
+    off_diagonal = ~np.eye(informative.sum(), dtype=bool)
+    # N(0, I) blobs would give |r| ~ 0.03 for 2800 rows; A_k^T A_k gives |r| ~ 0.2.
+    assert all(np.abs(c[off_diagonal]).mean() > 0.1 for c in correlations)
+    assert np.abs(correlations[0] - correlations[1])[off_diagonal].max() > 0.5
 
 
 # ------------------------------------------------------------------ random smooth map
