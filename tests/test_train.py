@@ -69,6 +69,26 @@ def test_after_step_hook_runs_every_step():
     assert len(calls) == 8
 
 
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_fit_reshuffles_each_epoch_unless_told_not_to(shuffle):
+    x, y = np.zeros((12, 2), dtype=np.float32), np.arange(12)
+    seen = []
+
+    def recording_loss(out, target):
+        seen.extend(tu.backend.to_host(target.data).tolist())
+        return nn.functional.cross_entropy(out, target)
+
+    model = nn.Linear(2, 12)  # one class per row: the targets name the rows
+    fit(model, recording_loss, optim.SGD(model.parameters(), lr=0.1), (x, y), epochs=2,
+        batch_size=5, shuffle=shuffle)
+    epochs = [seen[:12], seen[12:]]
+    assert all(sorted(e) == list(range(12)) for e in epochs)
+    if shuffle:
+        assert epochs[0] != epochs[1] and list(range(12)) not in epochs
+    else:
+        assert epochs == [list(range(12))] * 2
+
+
 def test_accuracy():
     logits = tu.tensor([[2.0, 1.0], [0.0, 3.0], [1.0, 0.0]])
     assert accuracy(logits, tu.tensor([0, 1, 1])) == pytest.approx(2 / 3)

@@ -44,8 +44,8 @@ def _progress(iterable, total, desc, progress):
     return tqdm(iterable, total=total, desc=desc, leave=False)
 
 
-def _batches(n, batch_size, rng):
-    order = rng.permutation(n)
+def _batches(n, batch_size, rng, shuffle):
+    order = rng.permutation(n) if shuffle else backend.host_module().arange(n)
     for start in range(0, n, batch_size):
         yield order[start:start + batch_size]
 
@@ -75,9 +75,11 @@ def evaluate(model, X, y, loss_fn=None, metric=accuracy, batch_size=1024):
 
 def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_size=128,
         scheduler=None, metric=None, patience=None, progress=None, seed=0,
-        after_step=None) -> History:
+        after_step=None, shuffle=True) -> History:
     """Train for `epochs`; with patience, stop early and restore the best val weights.
 
+    Each epoch visits the rows in a fresh order drawn from `seed`, or, with
+    shuffle=False, in the same order every epoch (as some papers' scripts did).
     after_step(model) runs after every optimiser step (e.g. FocusingLinear.constrain).
     The best epoch is the lowest val loss, or the highest val metric when one is given.
     """
@@ -87,7 +89,7 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     for epoch in range(epochs):
         model.train()
         total, count = 0.0, 0
-        steps = _batches(len(X), batch_size, rng)
+        steps = _batches(len(X), batch_size, rng, shuffle)
         for step, idx in enumerate(_progress(steps, math.ceil(len(X) / batch_size),
                                              f"epoch {epoch + 1}/{epochs}", progress)):
             loss = loss_fn(model(tensor(X[idx])), tensor(y[idx]))

@@ -41,6 +41,12 @@ def he_uniform(shape):
     return uniform(shape, -bound, bound)
 
 
+def lecun_uniform(shape):
+    """U(+-sqrt(3/fan_in)), variance 1/fan_in: Lasagne's HeUniform() at its default gain 1."""
+    bound = math.sqrt(3 / fans(shape)[0])
+    return uniform(shape, -bound, bound)
+
+
 def xavier_uniform(shape, gain=1.0):
     fan_in, fan_out = fans(shape)
     bound = gain * math.sqrt(6 / (fan_in + fan_out))
@@ -73,7 +79,7 @@ def torch_default_bias(shape, fan_in):
     return uniform(shape, -bound, bound)
 
 
-INITIALISERS = {"he_normal": he_normal, "he_uniform": he_uniform,
+INITIALISERS = {"he_normal": he_normal, "he_uniform": he_uniform, "lecun_uniform": lecun_uniform,
                 "xavier_uniform": xavier_uniform, "xavier_normal": xavier_normal,
                 "orthogonal": orthogonal, "torch": torch_default}
 
