@@ -58,10 +58,10 @@ SETTINGS = {
     "tiny": dict(ltf_n=400, ltf_epochs=3, ltf_seeds=1, trials=2, trial_epochs=2,
                  fm_train=2000, fm_test=1000, fm_hidden=32, fm_epochs=1, fm_repeats=1,
                  fm_batch=512, time_batch=64, time_reps=3),
-    "quick": dict(ltf_n=2000, ltf_epochs=250, ltf_seeds=20, trials=24, trial_epochs=100,
+    "quick": dict(ltf_n=2000, ltf_epochs=250, ltf_seeds=20, trials=24, trial_epochs=150,
                   fm_train=10000, fm_test=5000, fm_hidden=128, fm_epochs=5, fm_repeats=1,
                   fm_batch=512, time_batch=512, time_reps=25),
-    "full": dict(ltf_n=2000, ltf_epochs=250, ltf_seeds=20, trials=750, trial_epochs=100,
+    "full": dict(ltf_n=2000, ltf_epochs=250, ltf_seeds=20, trials=750, trial_epochs=150,
                  fm_train=60000, fm_test=10000, fm_hidden=800, fm_epochs=200, fm_repeats=5,
                  fm_batch=512, time_batch=512, time_reps=50),
 }[SIZE]
@@ -81,6 +81,13 @@ def constrain_all(model):
     """After every step (Algorithm 3): mu into [0, 1], sigma into [0.01, 1]."""
     for layer in focus_layers(model):
         layer.constrain()
+
+
+def lasagne_dense(n_in, n_out, init_weight):
+    """A Linear set up as the author's Lasagne DenseLayer: the given weight init, zero bias."""
+    layer = nn.Linear(n_in, n_out, init_weight=init_weight)
+    layer.bias.data[...] = 0
+    return layer
 
 
 def sgd_groups(model, lr, lr_mu, lr_sigma, train_focus=True, momentum=0.9):
@@ -237,9 +244,8 @@ def learning_to_focus(side, seed):
     tu.manual_seed(seed)
     focus = nn.FocusingLinear(40, 4, mu_init="middle" if side == "left" else "spread",
                               sigma_init=0.08)
-    head = nn.Linear(4, 2, init_weight="lecun_uniform")
-    head.bias.data[...] = 0
-    model = nn.Sequential(focus, nn.BatchNorm1d(4), nn.ReLU(), head)
+    model = nn.Sequential(focus, nn.BatchNorm1d(4), nn.ReLU(),
+                          lasagne_dense(4, 2, "lecun_uniform"))
     opt = sgd_groups(model, lr=1e-3, lr_mu=1e-4, lr_sigma=1e-4)
     trajectory = [(host(focus.mu).copy(), host(focus.sigma).copy())]
     K0 = host(focus.effective_weight()).copy()
@@ -345,11 +351,12 @@ results.append(("apertures widened (sigma > 0.08)", "most foci", f"{wider}/{n_fo
 # and 10000; as in section 2, N / 0.7 rows are drawn and 30 % held out for the
 # test), informative length nL in {4, 40} (--full adds 400), noise columns
 # nL * {0, 0.5, 1} on the left or sides, hidden neurons {4, 40} (--full adds
-# 100), batch N * {0.1, 0.05}, lr {0.01, 0.001} (mu at lr, sigma at lr / 10, as in
-# section 4.1). Both nets: hidden -> BatchNorm -> ReLU -> output, SGD momentum
-# 0.9; the focused one starts spread over [0.2, 0.8] with sigma 0.08. We score
-# the test accuracy after the last of 100 epochs (the paper does not give its
-# epochs).
+# 100), batch N * {0.1, 0.05}, lr {0.01, 0.001}. Both nets: hidden -> BatchNorm
+# -> ReLU -> output. What Table 1 leaves open we take from the author's notebook
+# (Random_Syntethic_Tests-master-forPaper-ready.ipynb): 150 epochs of SGD with
+# momentum 0.5, rows in a fixed order; mu at lr and sigma at 0.82 lr; foci
+# spread over [0.2, 0.8] with sigma 0.15; Glorot-uniform dense layers with zero
+# bias; and each net scored by its best test accuracy over the epochs.
 
 # %%
 def random_trial(trial):
@@ -369,13 +376,15 @@ def random_trial(trial):
     for kind in ("focus", "dense"):
         tu.manual_seed(trial)
         width = x_tr.shape[1]
-        first = (nn.FocusingLinear(width, hidden, sigma_init=0.08) if kind == "focus"
-                 else nn.Linear(width, hidden))
-        model = nn.Sequential(first, nn.BatchNorm1d(hidden), nn.ReLU(), nn.Linear(hidden, 2))
-        opt = sgd_groups(model, lr=lr, lr_mu=lr, lr_sigma=lr / 10)
-        fit(model, nn.functional.cross_entropy, opt, (x_tr, y_tr), epochs=SETTINGS["trial_epochs"],
-            batch_size=batch, seed=trial, after_step=constrain_all, progress=False)
-        accs[kind] = evaluate(model, x_te, y_te)[1]
+        first = (nn.FocusingLinear(width, hidden, sigma_init=0.15) if kind == "focus"
+                 else lasagne_dense(width, hidden, "xavier_uniform"))
+        model = nn.Sequential(first, nn.BatchNorm1d(hidden), nn.ReLU(),
+                              lasagne_dense(hidden, 2, "xavier_uniform"))
+        opt = sgd_groups(model, lr=lr, lr_mu=lr, lr_sigma=0.82 * lr, momentum=0.5)
+        history = fit(model, nn.functional.cross_entropy, opt, (x_tr, y_tr),
+                      val_data=(x_te, y_te), metric=accuracy, epochs=SETTINGS["trial_epochs"],
+                      batch_size=batch, shuffle=False, after_step=constrain_all, progress=False)
+        accs[kind] = max(history["val_metric"])
     return dict(noisy=noise_frac > 0, **accs)
 
 
@@ -592,15 +601,16 @@ results.append(("training step time, focus / dense", "1.15-1.3x (GPU)",
 #   output-layer init, isotropic blobs, 1400 training rows and reshuffled
 #   batches, 60 of 80 foci crossed (now 63 of 80), though seed 0 then kept 2 of
 #   4 on the noise. Apertures mostly did *not* widen, unlike the paper's.
-# - Random trials: 24 draws of 100 epochs (the paper: 750 draws, epochs not
-#   stated) from a reduced Table 1 grid. On these blobs (each with its own
-#   covariance, as make_classification draws them) the focused nets come out
-#   level with the dense ones on the noisy sets, not ahead, and behind on the
-#   clean sets, not "similar": mostly in two draws with nL = 4 inputs and 4
-#   hidden neurons, where a focus of sigma 0.08 over inputs 1/3 apart sees
-#   about one input that a dense neuron would combine with the others. The
-#   likely reasons: 24 draws instead of 750, and an epoch count we had to guess
-#   (the foci need epochs to move).
+# - Random trials: 24 draws (the paper: 750) from a reduced Table 1 grid, with
+#   the author's notebook settings where Table 1 is silent. The focused nets
+#   come out ahead on the noisy sets, as in Figure 3. On the clean sets they
+#   are behind rather than "similar", but 7 draws say little: two draws with
+#   nL = 4 inputs and 4 hidden neurons lose about 14 and 15 points (a focus of
+#   sigma 0.15 over inputs 1/3 apart sees mostly one of the four), while a third
+#   such draw gains 10. Scoring by the best test accuracy over the epochs, as the
+#   notebook does, flatters both nets alike. Before we took the notebook's
+#   settings (100 epochs, momentum 0.9, sigma 0.08 at lr / 10, PyTorch's init,
+#   last-epoch accuracy) the same draws gave -0.11 points on the noisy sets.
 # - Fashion-MNIST in --quick mode: one repeat of 5 epochs at H = 128 on a sixth
 #   of the training set, not 5 repeats of 200 epochs at H = 800. The paper notes
 #   that the dense net learns faster and that the focused nets win later, by
