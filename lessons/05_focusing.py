@@ -90,6 +90,12 @@ def lasagne_dense(n_in, n_out, init_weight):
     return layer
 
 
+def blobs(n_train, **kwargs):
+    """focus_blobs with n_train training rows: like the author's load_blob, draw
+    n_train / 0.7 rows so that the 70/30 split leaves n_train to train on."""
+    return datasets.focus_blobs(round(n_train / 0.7), **kwargs)
+
+
 def sgd_groups(model, lr, lr_mu, lr_sigma, train_focus=True, momentum=0.9):
     """SGD with momentum; mu and sigma in groups of their own (or not trained at all)."""
     layers = focus_layers(model)
@@ -239,8 +245,8 @@ results.append(("eq. (8) + normaliser vs finite differences", "derived, not chec
 
 # %%
 def learning_to_focus(side, seed):
-    x_tr, y_tr, x_te, y_te, informative = datasets.focus_blobs(
-        round(SETTINGS["ltf_n"] / 0.7), n_informative=20, n_noise=20, noise_side=side, seed=seed)
+    x_tr, y_tr, x_te, y_te, informative = blobs(
+        SETTINGS["ltf_n"], n_informative=20, n_noise=20, noise_side=side, seed=seed)
     tu.manual_seed(seed)
     focus = nn.FocusingLinear(40, 4, mu_init="middle" if side == "left" else "spread",
                               sigma_init=0.08)
@@ -369,9 +375,8 @@ def random_trial(trial):
     hidden = int(rng.choice([4, 40, 100] if full else [4, 40]))
     batch = max(2, int(n * float(rng.choice([0.1, 0.05]))))
     lr = float(rng.choice([0.01, 0.001]))
-    x_tr, y_tr, x_te, y_te, _ = datasets.focus_blobs(
-        round(n / 0.7), n_informative=n_inf, n_noise=int(n_inf * noise_frac), noise_side=side,
-        seed=trial)
+    x_tr, y_tr, x_te, y_te, _ = blobs(
+        n, n_informative=n_inf, n_noise=int(n_inf * noise_frac), noise_side=side, seed=trial)
     accs = {}
     for kind in ("focus", "dense"):
         tu.manual_seed(trial)
