@@ -633,26 +633,29 @@ _BOARD_END = _BOARD_START + 12 * _BOARD_CELL
 _BOARD_TRAIN = 1640       # 25 % of 6561, as in the paper
 
 
-def checkerboard_grid():
+def checkerboard_grid(corner=0):
     """The HanNet checkerboard as a grid: (coords (81,) float32, labels (81, 81) int64).
 
     ``labels[i, j]`` is the label of the point (coords[i], coords[j]), with
     coords = linspace(-1, 1, 81). Inside T[4:76, 4:76] the grid is cut into
     12 x 12 cells of 6 x 6 points; cell (I, J) = ((i - 4) // 6, (j - 4) // 6) is
-    labelled 1 when I + J is even (so the corner cell at (-1, -1) is 1) and 0
-    otherwise; the border (rows and columns 0..3 and 76..80) is 0. That is 72
-    cells of ones (2592 points) and 3969 zeros. The paper fixes the board but not
-    which colour comes first; the corner-is-1 choice is ours.
+    labelled ``corner`` when I + J is even and ``1 - corner`` otherwise; the
+    border (rows and columns 0..3 and 76..80) is 0. Either way that is 72 cells of
+    ones (2592 points) and 3969 zeros. The paper fixes the board but not which
+    colour comes first; the default corner=0 is how the authors' code builds it
+    (np.kron of [[0, 1, ...], [1, 0, ...]] in yyy32/HanNet, utl.problem).
     """
+    if corner not in (0, 1):
+        raise ValueError(f"checkerboard_grid: corner must be 0 or 1, got {corner!r}")
     coords = np.linspace(-1, 1, _BOARD_POINTS).astype(np.float32)
     idx = np.arange(_BOARD_POINTS)
     inside = (idx >= _BOARD_START) & (idx < _BOARD_END)
     cell = (idx - _BOARD_START) // _BOARD_CELL
-    labels = ((cell[:, None] + cell[None, :]) % 2 == 0) & inside[:, None] & inside[None, :]
+    labels = ((cell[:, None] + cell[None, :] + corner) % 2 == 1) & inside[:, None] & inside[None, :]
     return coords, labels.astype(np.int64)
 
 
-def checkerboard(flip=0.0, seed=0):
+def checkerboard(flip=0.0, seed=0, corner=0):
     """The HanNet checkerboard data set: all 6561 grid points, split 1640 train / 4921 test.
 
     Points are (coords[i], coords[j]) of :func:`checkerboard_grid`, in row-major
@@ -661,13 +664,14 @@ def checkerboard(flip=0.0, seed=0):
     ``flip`` is the fraction of TRAINING labels to invert (round(flip * 1640)
     points drawn without replacement from the same generator, after the split);
     test labels stay clean. Each label is duplicated into two columns, as the
-    paper's nets have two outputs.
+    paper's nets have two outputs. ``corner`` picks the colouring, as in
+    :func:`checkerboard_grid`.
 
     Returns (x_train, y_train, x_test, y_test): x float32 (N, 2), y float32 (N, 2).
     """
     if not 0.0 <= flip <= 1.0:
         raise ValueError(f"flip must be a fraction in [0, 1], got {flip}")
-    coords, labels = checkerboard_grid()
+    coords, labels = checkerboard_grid(corner)
     xx, yy = np.meshgrid(coords, coords, indexing="ij")
     points = np.stack([xx.ravel(), yy.ravel()], axis=1)
     targets = labels.ravel().astype(np.float32)

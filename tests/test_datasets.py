@@ -447,18 +447,29 @@ def test_every_pinned_hash_is_a_sha256_hex_digest():
 
 # ------------------------------------------------------------------ checkerboard
 
-def test_checkerboard_grid_matches_definition_cell_by_cell():
-    coords, labels = datasets.checkerboard_grid()
+@pytest.mark.parametrize("corner", [0, 1])
+def test_checkerboard_grid_matches_definition_cell_by_cell(corner):
+    coords, labels = datasets.checkerboard_grid(corner)
     np.testing.assert_allclose(coords, np.linspace(-1, 1, 81), atol=1e-7)
     for i in range(81):
         for j in range(81):
             if 4 <= i < 76 and 4 <= j < 76:
                 row_cell, col_cell = (i - 4) // 6, (j - 4) // 6
-                expected = 1 if (row_cell + col_cell) % 2 == 0 else 0
+                expected = corner if (row_cell + col_cell) % 2 == 0 else 1 - corner
             else:
                 expected = 0
             assert labels[i, j] == expected, (i, j)
     assert labels.sum() == 72 * 36
+    assert labels[4, 4] == corner and labels[4, 10] == 1 - corner
+
+
+def test_checkerboard_default_is_the_authors_colouring_and_corner_is_checked():
+    # yyy32/HanNet builds the board as np.kron([[0, 1] * 6, [1, 0] * 6] * 6, ones((6, 6)))
+    authors = np.kron([[0, 1] * 6, [1, 0] * 6] * 6, np.ones((6, 6), dtype=np.int64))
+    _, labels = datasets.checkerboard_grid()
+    np.testing.assert_array_equal(labels[4:76, 4:76], authors)
+    with pytest.raises(ValueError, match="corner"):
+        datasets.checkerboard_grid(corner=2)
 
 
 def test_checkerboard_split_covers_grid_with_right_labels():
