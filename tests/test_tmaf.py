@@ -1,5 +1,5 @@
 """TMAF: forward and level gradients against direct loops over the definition in
-NOTES.md, the convention at breakpoints, init="relu" against ops.relu (bit for
+docs/papers/tmaf.md, the convention at breakpoints, init="relu" against ops.relu (bit for
 bit), the other inits, and the errors a wrong breakpoint list or input gets.
 
 The derivatives away from breakpoints are checked by the registered gradcheck

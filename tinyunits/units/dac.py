@@ -1,5 +1,5 @@
 """DAC, the Dendrite-Activated Connection: the activation moves onto each connection,
-with its own bias.  Paper: ../papers/dac_unshared_biases.md (Metta et al.).
+with its own bias.  Paper: docs/papers/dac.md (Metta et al.).
 
 A standard unit (eq. 1) adds its bias and activates after the sum; every unit
 downstream then sees the same filtered value.  A DAC unit (eq. 2) filters each

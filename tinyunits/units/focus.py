@@ -1,7 +1,7 @@
 """Focusing neuron: each neuron learns where it looks (mu) and how widely (sigma).
 
-Paper: ../papers/focusing_neuron.md (Tek), section 3.1; the normaliser and its
-derivative are settled in ../papers/NOTES.md ("Focusing neuron").
+Paper: docs/papers/focusing.md (Tek), section 3.1; the normaliser and its
+derivative are settled there ("What we settled").
 
 Neuron j of a layer with m inputs at positions p_i = linspace(0, 1, m)[i] has a
 Gaussian focus (eq. 6), normalised to the norm of a dense neuron (eq. 7, L2 form):
@@ -120,7 +120,7 @@ class FocusingLinear(Module):
 
     mu_init: "spread" (linspace(0.2, 0.8, out)), "middle" (0.5 + U(-0.025, 0.025))
     or a sequence of out centres. Weights of neuron j: U(+-sqrt(6) / sqrt(sum_i
-    u[j,i]^2 + n)) (eq. 10 plus a Glorot-style term n, as NOTES.md records from
+    u[j,i]^2 + n)) (eq. 10 plus a Glorot-style term n, as docs/papers/focusing.md records from
     the author's code; we read n as out_features). With the L2 normaliser
     sum_i u[j,i]^2 = in, so every neuron gets the bound sqrt(6 / (in + out)). Bias 0.
 

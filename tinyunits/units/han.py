@@ -1,4 +1,4 @@
-"""Han-layer: one Householder reflection, a bias, and |.|.  Paper: ../papers/hannet_variability.md
+"""Han-layer: one Householder reflection, a bias, and |.|.  Paper: docs/papers/hannet.md
 
 A fully connected layer spends d^2 weights on a d x d matrix. A Han-layer spends d:
 the matrix is the Householder reflector of one vector u (eq. 6),

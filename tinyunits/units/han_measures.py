@@ -1,4 +1,4 @@
-"""Ways to look at a network before training it.  Paper: ../papers/hannet_variability.md
+"""Ways to look at a network before training it.  Paper: docs/papers/hannet.md
 
 Host-side tools (plain NumPy arrays in and out) for section 3 and Appendix A:
 

@@ -1,6 +1,6 @@
 """Multi-argument activations: one small inner network f(x_1, ..., x_n) shared by every unit.
 
-Paper: ../papers/two_argument_activations.md (Kim, Orhan, Yoon, Pitkow 2022),
+Paper: docs/papers/two_argument.md (Kim, Orhan, Yoon, Pitkow 2022),
 section III and Figure 2. The paper writes no equations for the unit; the
 numbers below are ours, and each line of the Function cites one.
 

@@ -1,9 +1,9 @@
-"""TMAF: trainable matrix activation functions.  Paper: ../papers/tmaf_matrix_activations.md.
+"""TMAF: trainable matrix activation functions.  Paper: docs/papers/tmaf.md.
 
 ReLU is a matrix-vector product, relu(x) = D(x) x with D(x) diagonal and
 D_ii = 1 if x_i > 0 else 0 (section 2). TMAF lets the diagonal entries be
 trained piecewise constants. Our copy of the paper lost its formulas, so the
-definition below is the one fixed in ../papers/NOTES.md (the paper's equation
+definition below is the one fixed in docs/papers/tmaf.md (the paper's equation
 numbers are kept for the parts they label).
 
 Fixed breakpoints s_1 < ... < s_K cut the line into K+1 intervals
@@ -172,7 +172,7 @@ def _initial_levels(init, s, num_features, negative_slope, where):
 
 
 def _initial_off_diagonal(init, shape):
-    """lower / upper start at 0 (NOTES.md), so every init but "random" starts diagonal."""
+    """lower / upper start at 0 (docs/papers/tmaf.md), so every init but "random" starts diagonal."""
     return nn_init.uniform(shape, -1.0, 1.0) if init == "random" else nn_init.zeros(shape)
 
 
