@@ -99,17 +99,18 @@ def outside_paths(path: pathlib.Path, root: pathlib.Path = ROOT) -> list:
 
 
 def tracked_files() -> list:
-    """The files git tracks (new files count once added); without git, every file but the
-    virtual environment, caches and hidden folders."""
+    """The files git tracks or would track (not ignored); without git, every file but
+    hidden folders (.venv, .git), caches and build output."""
     try:
         names = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
                                cwd=ROOT, capture_output=True, text=True, check=True).stdout
         return [ROOT / name for name in names.splitlines() if (ROOT / name).is_file()]
     except (OSError, subprocess.CalledProcessError):
-        skip = {".venv", ".git", "__pycache__", "build", "figures"}
+        def generated(part):
+            return (part.startswith(".") or part.endswith(".egg-info")
+                    or part in ("__pycache__", "build", "dist", "figures"))
         return [p for p in ROOT.rglob("*")
-                if p.is_file() and not skip & set(p.relative_to(ROOT).parts)
-                and not any(part.startswith(".") for part in p.relative_to(ROOT).parts[:-1])]
+                if p.is_file() and not any(map(generated, p.relative_to(ROOT).parts[:-1]))]
 
 
 def in_lessons(path: pathlib.Path) -> bool:
