@@ -114,14 +114,22 @@ class Tensor:
                 raise RuntimeError(f"backward: output of shape {self.shape} is not a "
                                    "scalar; pass grad= of the same shape")
             grad = xp.ones_like(self.data)
-        elif isinstance(grad, Tensor):
-            grad = grad.data
+        else:
+            grad = _seed_gradient(grad, self)
+        # an array handed to one .grad is never handed to another (nor is the user's
+        # seed, nor a view of some other array): in-place updates stay private
+        handed = {id(grad)}
         grads = {id(self): grad}
         for t in reversed(_topological_order(self)):
             g = grads.pop(id(t))
             fn = t.creator
             if fn is None or t._retain:
-                t.grad = g if t.grad is None else t.grad + g
+                if t.grad is None:
+                    shared = id(g) in handed or getattr(g, "base", None) is not None
+                    t.grad = g.copy() if shared else g
+                    handed.add(id(t.grad))
+                else:
+                    t.grad = t.grad + g
             if fn is None:
                 continue
             if fn.inputs is None:
@@ -168,6 +176,25 @@ class Tensor:
 
     def transpose(self, *axes):
         return _ops.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+
+
+def _seed_gradient(grad, out: Tensor):
+    """backward(grad=...) as an array of out's shape and dtype on out's backend."""
+    if isinstance(grad, Tensor):
+        grad = grad.data
+    if (not backend.is_array(grad)
+            or backend.get_array_module(grad) is not backend.get_array_module(out.data)):
+        try:  # host data (a list, a NumPy array on the GPU path) moves explicitly
+            grad = backend.asarray(grad)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"backward: grad must be a Tensor or an array, got "
+                            f"{type(grad).__name__}") from err
+    if tuple(grad.shape) != tuple(out.shape):
+        raise ValueError(f"backward: grad must have the output's shape {tuple(out.shape)}, "
+                         f"got {tuple(grad.shape)}")
+    if grad.dtype.kind != "f":
+        raise TypeError(f"backward: grad must be a floating array, got {grad.dtype}")
+    return grad.astype(out.dtype, copy=False)
 
 
 def _topological_order(root: Tensor) -> list:

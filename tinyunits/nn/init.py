@@ -6,6 +6,7 @@ fan_in of a weight of shape (out, in, *kernel) is in * prod(kernel).
 """
 import math
 
+from .. import _check as check
 from ..backend import host_module, host_rng
 
 
@@ -84,7 +85,6 @@ INITIALISERS = {"he_normal": he_normal, "he_uniform": he_uniform, "lecun_uniform
                 "orthogonal": orthogonal, "torch": torch_default}
 
 
-def get(name):
-    if name not in INITIALISERS:
-        raise ValueError(f"unknown initialiser {name!r}; expected one of {list(INITIALISERS)}")
-    return INITIALISERS[name]
+def get(name, where="init.get"):
+    """The initialiser called `name`; `where` names the layer that asked, for the error."""
+    return INITIALISERS[check.one_of(where, "init_weight", name, INITIALISERS)]
