@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 
+from . import _check as check
 from . import backend
 
 
@@ -41,8 +42,7 @@ def is_grad_enabled() -> bool:
 
 def set_default_dtype(name: str) -> None:
     """Floating dtype of new tensors and parameters: "float32" (default) or "float64"."""
-    if name not in ("float32", "float64"):
-        raise ValueError(f"set_default_dtype: expected 'float32' or 'float64', got {name!r}")
+    check.one_of("set_default_dtype", "name", name, ("float32", "float64"))
     _Config.default_dtype = name
 
 
@@ -226,9 +226,20 @@ def _topological_order(root: Tensor) -> list:
 
 def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
     """A leaf tensor on the current backend. Floats default to the default dtype."""
+    check.flag("tensor", "requires_grad", requires_grad)
     if isinstance(data, Tensor):
         data = data.data
-    array = backend.asarray(data, dtype=dtype)
+    try:
+        array = backend.asarray(data, dtype=dtype)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"tensor: data must be numbers (a scalar, nested lists or an array) "
+                        f"with dtype a numeric type, got {type(data).__name__} and "
+                        f"dtype={dtype!r} ({err})") from err
+    if array.dtype.kind not in "biuf":
+        check.fail("tensor", "data", "numeric", f"dtype {array.dtype}", TypeError)
+    if requires_grad and array.dtype.kind != "f":
+        check.fail("tensor", "data", "floating with requires_grad=True (only floats have "
+                   "gradients)", f"dtype {array.dtype}", TypeError)
     if dtype is None and array.dtype.kind == "f":
         array = array.astype(_Config.default_dtype, copy=False)
     return Tensor(array, requires_grad=requires_grad)
