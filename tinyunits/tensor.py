@@ -189,11 +189,11 @@ def _seed_gradient(grad, out: Tensor):
         except (TypeError, ValueError) as err:
             raise TypeError(f"backward: grad must be a Tensor or an array, got "
                             f"{type(grad).__name__}") from err
+    if grad.dtype.kind != "f":
+        raise TypeError(f"backward: grad must be a floating array, got {grad.dtype}")
     if tuple(grad.shape) != tuple(out.shape):
         raise ValueError(f"backward: grad must have the output's shape {tuple(out.shape)}, "
                          f"got {tuple(grad.shape)}")
-    if grad.dtype.kind != "f":
-        raise TypeError(f"backward: grad must be a floating array, got {grad.dtype}")
     return grad.astype(out.dtype, copy=False)
 
 

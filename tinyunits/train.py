@@ -139,7 +139,7 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     if loss_fn is None:
         check.fail("fit", "loss_fn", "callable", None, TypeError)
     for name, obj in (("optimizer", optimizer), ("scheduler", scheduler)):
-        if obj is not None and not callable(getattr(obj, "step", None)):
+        if (obj is not None or name == "optimizer") and not callable(getattr(obj, "step", None)):
             check.fail("fit", name, "an object with a step() method", obj, TypeError)
     epochs = check.integer("fit", "epochs", epochs, low=0)
     batch_size = check.integer("fit", "batch_size", batch_size)

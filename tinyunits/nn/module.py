@@ -151,7 +151,7 @@ class Module:
             raise TypeError(f"{self!r}: expected a tinyunits Tensor, got {type(x).__name__}")
         if not ok:
             raise ValueError(f"{self!r}: expected input {expected}, got {tuple(x.shape)}")
-        dtype = next((p.dtype for p in self._params.values()), None)
+        dtype = next((p.dtype for _, p in self.named_parameters()), None)  # first one only
         if dtype is not None and x.dtype != dtype:
             raise TypeError(f"{self!r}: expected {dtype} input (the dtype of its "
                             f"parameters), got {x.dtype}")

@@ -162,7 +162,7 @@ class FocusingLinear(Module):
             check.fail("FocusingLinear", "mu_init", f"'spread', 'middle' or {n} centres",
                        mu_init, TypeError)
         if mu.shape != (n,):
-            raise ValueError(f"FocusingLinear: expected {n} initial centres, got shape {mu.shape}")
+            check.fail("FocusingLinear", "mu_init", f"{n} initial centres", f"shape {mu.shape}")
         if not np.isfinite(mu).all():
             check.fail("FocusingLinear", "mu_init", "finite centres", mu.tolist())
         return mu
