@@ -245,6 +245,8 @@ def _file_in(directory, name, gzip_ok):
 
 def _locate(spec, root):
     """Map each needed file name to its path in the first complete directory, or raise."""
+    _need(root is None or isinstance(root, (str, os.PathLike)), f"load ({spec.name})", "root",
+          "None or a directory path", root, TypeError)
     if root is not None and not Path(root).is_dir():  # a typo must not fall back silently
         raise DatasetNotFoundError(f"{spec.name}: root must be an existing directory, "
                                    f"got {os.fspath(root)!r}; fetch the files into it with:\n"

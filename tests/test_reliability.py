@@ -90,6 +90,12 @@ def test_pruned_focusing_linear_round_trips(tmp_path):
     np.testing.assert_array_equal(host(fresh(x).data), host(layer(x).data))
 
 
+def test_a_buffer_assigned_anew_is_still_saved():
+    bn = nn.BatchNorm1d(2)
+    bn.running_mean = tu.backend.asarray(np.array([1.0, 2.0], np.float32))
+    np.testing.assert_array_equal(host(bn.state_dict()["running_mean"]), [1.0, 2.0])
+
+
 def test_mask_of_wrong_shape_is_refused_before_anything_changes(tmp_path):
     layer = nn.FocusingLinear(6, 2)
     state = {k: host(v) for k, v in layer.state_dict().items()}
@@ -610,6 +616,7 @@ def test_data_root_that_does_not_exist_is_an_error(tmp_path, loader):
      "batches: batch_size"),
     (lambda: list(datasets.batches(np.zeros(3), np.zeros(2), 1)), ValueError, "rows"),
     (lambda: datasets.load_mnist(normalize="z"), ValueError, "normalize"),
+    (lambda: datasets.load_mnist(root=3), TypeError, "root"),
 ])
 def test_dataset_arguments(call, error, words):
     with pytest.raises(error, match=words):

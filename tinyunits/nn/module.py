@@ -33,12 +33,15 @@ class Module:
         if "_params" not in self.__dict__:
             raise RuntimeError(f"{type(self).__name__}: call super().__init__() before "
                                "assigning attributes")
+        was_buffer = name in self._buffers
         for registry in (self._params, self._modules, self._buffers):
             registry.pop(name, None)
         if isinstance(value, Parameter):
             self._params[name] = value
         elif isinstance(value, Module):
             self._modules[name] = value
+        elif was_buffer:  # a new array for a buffer stays a buffer (saved, loaded)
+            self._buffers[name] = value
         object.__setattr__(self, name, value)
 
     def register_buffer(self, name: str, array, shape=None) -> None:
@@ -151,7 +154,10 @@ class Module:
             raise TypeError(f"{self!r}: expected a tinyunits Tensor, got {type(x).__name__}")
         if not ok:
             raise ValueError(f"{self!r}: expected input {expected}, got {tuple(x.shape)}")
-        dtype = next((p.dtype for _, p in self.named_parameters()), None)  # first one only
+        first = next(iter(self._params.values()), None)
+        if first is None:  # a block of layers (HanMixerBlock): its first layer's dtype
+            first = next((p for _, p in self.named_parameters()), None)
+        dtype = None if first is None else first.dtype
         if dtype is not None and x.dtype != dtype:
             raise TypeError(f"{self!r}: expected {dtype} input (the dtype of its "
                             f"parameters), got {x.dtype}")

@@ -128,7 +128,8 @@ class FocusingLinear(Module):
     Pruning (section 4.4): prune(threshold) zeroes, from then on, every effective
     weight whose normalised focus coefficient u[j,i] is below threshold, and
     returns the sparsity (fraction of zeroed weights). The mask is fixed when
-    prune() is called; prune(None) removes it.
+    prune() is called; prune(None) removes it. It is a buffer: tu.save keeps it
+    and tu.load restores it (or clears it, for an unpruned checkpoint).
     """
 
     def __init__(self, in_features, out_features, mu_init="spread", sigma_init=0.025):
