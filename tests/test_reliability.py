@@ -254,6 +254,16 @@ def test_prune_threshold_must_be_a_number():
         nn.FocusingLinear(4, 2).prune(math.nan)
 
 
+@pytest.mark.parametrize("name", sorted(nn.init.INITIALISERS))
+@pytest.mark.parametrize("shape, error", [((), TypeError), ([3, 2], TypeError),
+                                          ((0, 3), ValueError), ((3, 0), ValueError),
+                                          ((2, 2.0), TypeError)])
+def test_initialiser_shapes(name, shape, error):
+    nn.init.get(name)((3, 2))
+    with pytest.raises(error, match="nn.init: shape must be"):
+        nn.init.get(name)(shape)
+
+
 # ------------------------------------------------------------- class: bad input to a layer
 # (layer, a good input shape, a wrong input shape)
 FORWARD = [
