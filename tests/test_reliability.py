@@ -297,6 +297,20 @@ def test_layer_input_wrong_shape_dtype_or_type(make, good, wrong):
         layer(np.ones(good, np.float32))
 
 
+@pytest.mark.parametrize("layer", [cls() for cls in NO_ARGUMENT_LAYERS]
+                         + [nn.Dropout(0.5), nn.LeakyReLU(), nn.MaxPool2d(2), nn.AvgPool2d(2)])
+def test_layer_without_parameters_refuses_what_is_not_a_tensor(layer):
+    layer(tu.tensor(np.ones((2, 3, 4, 4))))
+    with pytest.raises(TypeError, match=f"{type(layer).__name__}.*expected a tinyunits Tensor"):
+        layer(np.ones((2, 3, 4, 4), np.float32))
+
+
+@pytest.mark.parametrize("layer", [nn.MaxPool2d(2), nn.AvgPool2d(2), nn.GlobalAvgPool2d()])
+def test_pooling_needs_four_axes(layer):
+    with pytest.raises(ValueError, match=fr"{type(layer).__name__}.*expected input \(B, C, H, W\)"):
+        layer(tu.tensor(np.ones((2, 4))))
+
+
 @pytest.mark.parametrize("layer, shape", [(nn.MaxPool2d(3), (1, 1, 2, 2)),
                                           (nn.AvgPool2d(3), (1, 1, 2, 5)),
                                           (nn.Conv2d(1, 1, 4), (1, 1, 3, 3)),
@@ -474,7 +488,8 @@ def test_bad_data_at_every_entry_point(where, call, label, make, error, words):
     (dict(batch_size=2.5), TypeError, "batch_size"), (dict(patience=0), ValueError, "patience"),
     (dict(loss_fn=None), TypeError, "loss_fn"), (dict(optimizer=None), TypeError, "optimizer"),
     (dict(metric="accuracy"), TypeError, "metric"), (dict(scheduler=3), TypeError, "scheduler"),
-    (dict(after_step=1), TypeError, "after_step")])
+    (dict(after_step=1), TypeError, "after_step"), (dict(seed=-1), ValueError, "seed"),
+    (dict(shuffle="no"), TypeError, "shuffle"), (dict(progress="no"), TypeError, "progress")])
 def test_fit_arguments(kwargs, error, name):
     model = nn.Linear(2, 2)
     args = dict(model=model, loss_fn=nn.functional.cross_entropy,

@@ -145,6 +145,10 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     batch_size = check.integer("fit", "batch_size", batch_size)
     if patience is not None:
         check.integer("fit", "patience", patience)
+    check.integer("fit", "seed", seed, low=0)
+    check.flag("fit", "shuffle", shuffle)
+    if progress is not None:
+        check.flag("fit", "progress", progress)
     X, y = _check_data("fit", "train_data", train_data)
     if val_data is not None:
         val_data = _check_data("fit", "val_data", val_data)

@@ -126,6 +126,7 @@ class Dropout(Module):
         self.p = check.number("Dropout", "p", p, low=0, high=1, high_open=True)
 
     def forward(self, x):
+        self.check_input(x, True, "any shape")
         return ops.dropout(x, self.p, self.training)
 
     def extra_repr(self):
@@ -144,6 +145,7 @@ class _Elementwise(Module):
     fn = None
 
     def forward(self, x):
+        self.check_input(x, True, "any shape")
         return type(self).fn(x)
 
 
@@ -173,6 +175,7 @@ class LeakyReLU(Module):
         self.slope = check.number("LeakyReLU", "slope", slope)
 
     def forward(self, x):
+        self.check_input(x, True, "any shape")
         return ops.leaky_relu(x, self.slope)
 
 
@@ -185,6 +188,7 @@ class _Pool2d(Module):
         self.k = check.integer(type(self).__name__, "k", k)
 
     def forward(self, x):
+        self.check_input(x, x.ndim == 4, "(B, C, H, W)")
         return type(self).pool(x, self.k)
 
     def extra_repr(self):
@@ -203,4 +207,5 @@ class GlobalAvgPool2d(Module):
     """(B, C, H, W) -> (B, C): the mean over positions."""
 
     def forward(self, x):
+        self.check_input(x, x.ndim == 4, "(B, C, H, W)")
         return ops.global_avg_pool2d(x)

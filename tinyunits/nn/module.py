@@ -155,7 +155,7 @@ class Module:
         if not ok:
             raise ValueError(f"{self!r}: expected input {expected}, got {tuple(x.shape)}")
         first = next(iter(self._params.values()), None)
-        if first is None:  # a block of layers (HanMixerBlock): its first layer's dtype
+        if first is None and self._modules:  # a block (HanMixerBlock): its first layer's dtype
             first = next((p for _, p in self.named_parameters()), None)
         dtype = None if first is None else first.dtype
         if dtype is not None and x.dtype != dtype:
