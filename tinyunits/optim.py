@@ -57,7 +57,7 @@ class Optimizer:
         seen = set()
         for g in self.param_groups:
             check.unknown_keywords(f"{where} parameter group", g,
-                                   {"params", *self.defaults})
+                                   {"params", "initial_lr", *self.defaults})
             self.check_hyper(g)
             for p in g["params"]:
                 if id(p) in seen:  # it would be updated twice per step
