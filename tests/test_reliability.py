@@ -378,6 +378,12 @@ def test_optimiser_parameter_list_mistakes(cls):
             cls(params, lr=0.1)
 
 
+def test_a_group_may_carry_initial_lr():
+    opt = optim.SGD([{"params": nn.Linear(2, 2).parameters(), "initial_lr": 0.5}], lr=0.1)
+    optim.StepLR(opt, step_size=1, gamma=0.5).step()
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.25)
+
+
 def test_nesterov_needs_momentum():
     with pytest.raises(ValueError, match="SGD: momentum must be > 0 with nesterov=True"):
         optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1, nesterov=True)
@@ -474,11 +480,11 @@ def _evaluate(data):
 ENTRY_POINTS = [("fit", _fit), ("fit", _fit_val), ("evaluate", _evaluate)]
 
 
-@pytest.mark.parametrize("where, call", ENTRY_POINTS, ids=["fit", "fit-val", "evaluate"])
-@pytest.mark.parametrize("label, make, error, words", BAD_DATA, ids=[b[0] for b in BAD_DATA])
-def test_bad_data_at_every_entry_point(where, call, label, make, error, words):
-    if where == "evaluate" and label == "not a pair":
-        pytest.skip("evaluate takes X and y separately")
+@pytest.mark.parametrize("where, call, make, error, words", [
+    pytest.param(where, call, make, error, words, id=f"{call.__name__}-{label}")
+    for where, call in ENTRY_POINTS for label, make, error, words in BAD_DATA
+    if not (where == "evaluate" and label == "not a pair")])  # evaluate takes X, y apart
+def test_bad_data_at_every_entry_point(where, call, make, error, words):
     with pytest.raises(error, match=f"{where}: .*{words}"):
         call(make())
 
