@@ -10,7 +10,8 @@ Each data set lives in a folder of its own (``mnist/``, ``fashion-mnist/``,
 ``cifar-10-batches-py/``, ``sgemm/``). A loader takes the first of these
 directories that holds every file it needs:
 
-1. the ``root`` argument: ``root/<folder>``, then ``root`` itself;
+1. the ``root`` argument: ``root/<folder>``, then ``root`` itself (a ``root`` that
+   does not exist is an error, never a fall-back to the places below);
 2. ``$TINYUNITS_DATA/<folder>``;
 3. the user cache ``~/.cache/tinyunits/<folder>`` (``$XDG_CACHE_HOME/tinyunits``
    when that variable is set);
@@ -183,6 +184,25 @@ _SPECS = {
 }
 
 
+def _need(ok, where, name, expected, got, error=ValueError):
+    """The library's one error form: "<callable>: <argument> must be <expected>, got <...>"."""
+    if not ok:
+        raise error(f"{where}: {name} must be {expected}, got {got!r}")
+
+
+def _count(where, name, value, low=1):
+    """An int >= low (bool refused), checked before any array is made."""
+    is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    _need(is_int, where, name, f"an int >= {low}", value, TypeError)
+    _need(value >= low, where, name, f"an int >= {low}", value)
+
+
+def _noise(where, noise):
+    _need(isinstance(noise, (int, float, np.floating)) and not isinstance(noise, bool),
+          where, "noise", "a number >= 0", noise, TypeError)
+    _need(np.isfinite(noise) and noise >= 0, where, "noise", "a finite number >= 0", noise)
+
+
 def _spec(name):
     """The spec of data set ``name``, or a ValueError listing the known names."""
     if name not in _SPECS:
@@ -225,6 +245,12 @@ def _file_in(directory, name, gzip_ok):
 
 def _locate(spec, root):
     """Map each needed file name to its path in the first complete directory, or raise."""
+    _need(root is None or isinstance(root, (str, os.PathLike)), f"load ({spec.name})", "root",
+          "None or a directory path", root, TypeError)
+    if root is not None and not Path(root).is_dir():  # a typo must not fall back silently
+        raise DatasetNotFoundError(f"{spec.name}: root must be an existing directory, "
+                                   f"got {os.fspath(root)!r}; fetch the files into it with:\n"
+                                   f"  python datasets.py download {spec.name} --root {root}")
     searched = []
     for directory in _search_dirs(spec, root):
         found = {name: _file_in(directory, name, spec.gzip_ok) for name in spec.files}
@@ -807,6 +833,8 @@ def tmaf_smooth_target(n=20000, seed=0, dim=2):
     is lost; this one is smooth, zero on the boundary, with a single bump of
     height 1 at the centre. Returns x float32 (n, dim), y float32 (n,).
     """
+    _count("tmaf_smooth_target", "n", n)
+    _count("tmaf_smooth_target", "dim", dim)
     x = np.random.default_rng(seed).random((n, dim))
     return x.astype(np.float32), tmaf_smooth_fn(x).astype(np.float32)
 
@@ -819,6 +847,7 @@ def tmaf_oscillatory_target(n=20000, seed=0):
     for its (lost) formula. x ~ U[0, 1) from ``numpy.random.default_rng(seed)``.
     Returns x float32 (n, 1), y float32 (n,).
     """
+    _count("tmaf_oscillatory_target", "n", n)
     x = np.random.default_rng(seed).random((n, 1))
     return x.astype(np.float32), tmaf_oscillatory_fn(x).astype(np.float32)
 
@@ -896,8 +925,10 @@ def random_pl_function(k, seed=0, n=1001, interval=(-1.0, 1.0)):
     with random signs, so consecutive slopes always differ. Returns a
     :class:`PiecewiseLinear` sampled at n points of linspace(lo, hi, n).
     """
-    if k < 1:
-        raise ValueError(f"k must be a positive integer, got {k}")
+    _count("random_pl_function", "k", k)
+    _count("random_pl_function", "n", n, low=2)
+    _need(len(interval) == 2 and np.isfinite(interval).all() and interval[0] < interval[1],
+          "random_pl_function", "interval", "finite (lo, hi) with lo < hi", interval)
     lo, hi = interval
     rng = np.random.default_rng(seed)
     width = (hi - lo) / max(k - 1, 1)
@@ -921,6 +952,8 @@ def two_moons(n=200, noise=0.1, seed=0):
     standard deviation ``noise`` is added, rows are shuffled; all randomness
     from ``numpy.random.default_rng(seed)``.
     """
+    _count("two_moons", "n", n, low=2)
+    _noise("two_moons", noise)
     n_inner = n // 2
     t_outer = np.linspace(0, np.pi, n - n_inner)
     t_inner = np.linspace(0, np.pi, n_inner)
@@ -938,6 +971,9 @@ def spirals(n=300, n_classes=2, noise=0.1, seed=0):
     (r sin a, r cos a); Gaussian noise of standard deviation ``noise`` is added,
     rows are shuffled; all randomness from ``numpy.random.default_rng(seed)``.
     """
+    _count("spirals", "n_classes", n_classes)
+    _count("spirals", "n", n, low=n_classes)
+    _noise("spirals", noise)
     counts = [n // n_classes + (c < n % n_classes) for c in range(n_classes)]
     radius = np.concatenate([np.linspace(0, 1, m) for m in counts])
     y = np.repeat(np.arange(n_classes, dtype=np.int64), counts)
@@ -971,8 +1007,7 @@ def batches(X, y, batch_size, shuffle=True, seed=None):
     ``numpy.random.default_rng(seed).permutation`` (seed None: fresh entropy).
     """
     _check_pair(X, y)
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    _count("batches", "batch_size", batch_size)
     order = np.random.default_rng(seed).permutation(len(X)) if shuffle else np.arange(len(X))
     for start in range(0, len(X), batch_size):
         idx = order[start:start + batch_size]
@@ -1015,7 +1050,7 @@ def main(argv=None):
     try:
         dest = download(args.name, args.root, no_verify=args.no_verify,
                         progress=False if args.quiet else None)
-    except (DatasetError, OSError) as exc:
+    except (ValueError, OSError) as exc:  # DatasetError is a ValueError
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"{args.name}: files are in {dest}")

@@ -164,6 +164,7 @@ def test_missing_files_message_says_what_where_and_how(tmp_path, monkeypatch, na
     # Hide the Debian copy so that Fashion-MNIST is missing too.
     monkeypatch.setitem(datasets._SPECS, name,
                         dataclasses.replace(datasets._SPECS[name], system_dirs=()))
+    (tmp_path / "data").mkdir()
     with pytest.raises(datasets.DatasetNotFoundError) as err:
         loader(root=tmp_path / "data")
     message = str(err.value)

@@ -51,7 +51,7 @@ def test_relu_ablation_forward():
     y = host(layer(tu.tensor(x, dtype="float64")))
     np.testing.assert_allclose(y, np.maximum(signed, 0), rtol=1e-12, atol=1e-12)
     assert (y == 0).any() and (y > 0).any() and not np.allclose(y, z)
-    with pytest.raises(ValueError, match="HanLayer: expected activation 'abs' or 'relu'"):
+    with pytest.raises(ValueError, match=r"HanLayer: activation must be one of \['abs', 'relu'\]"):
         nn.HanLayer(4, activation="tanh")
 
 

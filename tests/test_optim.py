@@ -91,7 +91,7 @@ def test_clip_grad_norm_scales_to_max_norm():
 
 
 def test_bad_arguments_are_clear():
-    with pytest.raises(ValueError, match="empty parameter list"):
+    with pytest.raises(ValueError, match="SGD: params must be a non-empty list"):
         optim.SGD([], lr=0.1)
-    with pytest.raises(ValueError, match="learning rate"):
+    with pytest.raises(ValueError, match="SGD: lr must be a finite number"):
         optim.SGD([nn.Parameter(np.ones(1))], lr=-1)

@@ -245,7 +245,7 @@ def test_relu_like_init_needs_a_breakpoint_at_zero(init):
 @pytest.mark.parametrize("kwargs, words", [
     (dict(kind="full"), "kind must be one of"),
     (dict(init="zeros"), "init must be one of"),
-    (dict(num_features=0), "positive int"),
+    (dict(num_features=0), "num_features must be an int >= 1"),
 ])
 def test_bad_configuration_is_refused(kwargs, words):
     args = dict(num_features=4, breakpoints=[0.0]) | kwargs

@@ -3,7 +3,7 @@
     import tinyunits as tu
     from tinyunits import nn, optim
 """
-from . import backend
+from . import _check, backend
 from .backend import get_backend, set_backend
 # tensor first: it finishes by importing ops, which build on Tensor and Function
 from .tensor import (Tensor, get_default_dtype, is_grad_enabled, no_grad,
@@ -18,7 +18,7 @@ from .serialization import load, save
 
 def manual_seed(seed: int) -> None:
     """Seed every generator tinyunits uses: the same seed gives the same numbers."""
-    backend.manual_seed(seed)
+    backend.manual_seed(_check.integer("manual_seed", "seed", seed, low=0))
 
 
 __all__ = ["Tensor", "Function", "tensor", "no_grad", "is_grad_enabled",

@@ -13,25 +13,66 @@ from __future__ import annotations
 
 import math
 
+from . import _check as check
 from .backend import get_array_module
-from .tensor import no_grad
+from .tensor import Tensor, no_grad
+
+
+def _parameter_groups(where, params) -> list:
+    """A list of groups {"params": [Tensor, ...], ...} from a list of Tensors or of groups."""
+    if isinstance(params, (Tensor, dict)):
+        check.fail(where, "params", "a list of parameters or of parameter groups",
+                   f"a single {type(params).__name__}", TypeError)
+    try:
+        params = list(params)
+    except TypeError:
+        check.fail(where, "params", "a list of parameters or of parameter groups",
+                   params, TypeError)
+    if not params:
+        check.fail(where, "params", "a non-empty list", params)
+    groups = []
+    for g in params if isinstance(params[0], dict) else [{"params": params}]:
+        if not isinstance(g, dict) or "params" not in g:
+            check.fail(where, "params", "all parameters or all groups (dicts with "
+                       "'params')", g, TypeError)
+        if isinstance(g["params"], Tensor):
+            check.fail(where, "a group's params", "a list of parameters",
+                       "a single Tensor", TypeError)
+        groups.append({**g, "params": list(g["params"])})
+        for p in groups[-1]["params"]:
+            if not isinstance(p, Tensor):
+                check.fail(where, "params", "Tensors (e.g. model.parameters())",
+                           type(p).__name__, TypeError)
+    return groups
 
 
 class Optimizer:
     defaults: dict = {}
 
     def __init__(self, params, **hyper):
-        params = list(params)
-        if not params:
-            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
-        groups = params if isinstance(params[0], dict) else [{"params": params}]
-        self.param_groups = [{**self.defaults, **hyper, **g, "params": list(g["params"])}
-                             for g in groups]
+        where = type(self).__name__
+        check.unknown_keywords(where, hyper, self.defaults)
+        groups = _parameter_groups(where, params)
+        self.param_groups = [{**self.defaults, **hyper, **g} for g in groups]
+        seen = set()
         for g in self.param_groups:
-            if g["lr"] < 0:
-                raise ValueError(f"{type(self).__name__}: learning rate must be >= 0, got {g['lr']}")
+            check.unknown_keywords(f"{where} parameter group", g,
+                                   {"params", "initial_lr", *self.defaults})
+            self.check_hyper(g)
+            for p in g["params"]:
+                if id(p) in seen:  # it would be updated twice per step
+                    check.fail(where, "params", "each parameter once (across all groups)",
+                               f"{type(p).__name__} of shape {tuple(p.shape)} listed twice")
+                seen.add(id(p))
             g.setdefault("initial_lr", g["lr"])
         self.state: dict = {}  # id(param) -> that parameter's buffers
+
+    def check_hyper(self, group) -> None:
+        """Finite, non-negative hyper-parameters (each optimiser adds its own rules)."""
+        where = type(self).__name__
+        for name in ("lr", "momentum", "weight_decay"):
+            if name in group:
+                check.number(where, name, group[name], low=0)
 
     def zero_grad(self) -> None:
         for g in self.param_groups:
@@ -54,6 +95,12 @@ class SGD(Optimizer):
 
     defaults = dict(lr=0.01, momentum=0.0, nesterov=False, weight_decay=0.0)
 
+    def check_hyper(self, group):
+        super().check_hyper(group)
+        check.flag("SGD", "nesterov", group["nesterov"])
+        if group["nesterov"] and not group["momentum"]:
+            check.fail("SGD", "momentum", "> 0 with nesterov=True", group["momentum"])
+
     def update(self, p, grad, group, state):
         if group["weight_decay"]:
             grad = grad + group["weight_decay"] * p.data
@@ -73,6 +120,16 @@ class Adam(Optimizer):
 
     defaults = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
     decoupled = False
+
+    def check_hyper(self, group):
+        super().check_hyper(group)
+        where = type(self).__name__
+        betas = group["betas"]
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            check.fail(where, "betas", "a pair (beta1, beta2)", betas, TypeError)
+        for beta in betas:
+            check.number(where, "betas", beta, low=0, high=1, high_open=True)
+        check.number(where, "eps", group["eps"], low=0, low_open=True)
 
     def update(self, p, grad, group, state):
         b1, b2 = group["betas"]
@@ -104,8 +161,12 @@ class AdamW(Adam):
 class _Scheduler:
     """Call step() once per epoch (or per iteration, as you count milestones)."""
 
-    def __init__(self, optimizer):
+    def __init__(self, optimizer, gamma):
+        if not isinstance(optimizer, Optimizer):
+            check.fail(type(self).__name__, "optimizer", "an optimiser (SGD, Adam, AdamW)",
+                       optimizer, TypeError)
         self.optimizer, self.count = optimizer, 0
+        self.gamma = check.number(type(self).__name__, "gamma", gamma, low=0, low_open=True)
 
     def step(self) -> None:
         self.count += 1
@@ -121,8 +182,8 @@ class StepLR(_Scheduler):
     """lr = initial_lr * gamma ** (count // step_size)."""
 
     def __init__(self, optimizer, step_size, gamma=0.1):
-        super().__init__(optimizer)
-        self.step_size, self.gamma = step_size, gamma
+        super().__init__(optimizer, gamma)
+        self.step_size = check.integer("StepLR", "step_size", step_size)
 
     def factor(self, count):
         return self.gamma ** (count // self.step_size)
@@ -132,8 +193,12 @@ class MultiStepLR(_Scheduler):
     """lr = initial_lr * gamma ** (number of milestones passed)."""
 
     def __init__(self, optimizer, milestones, gamma=0.1):
-        super().__init__(optimizer)
-        self.milestones, self.gamma = sorted(milestones), gamma
+        super().__init__(optimizer, gamma)
+        if isinstance(milestones, (str, bytes)) or not hasattr(milestones, "__iter__"):
+            check.fail("MultiStepLR", "milestones", "a list of ints >= 1", milestones,
+                       TypeError)
+        self.milestones = sorted(check.integer("MultiStepLR", "milestones", m)
+                                 for m in milestones)
 
     def factor(self, count):
         return self.gamma ** sum(count >= m for m in self.milestones)
@@ -141,7 +206,11 @@ class MultiStepLR(_Scheduler):
 
 def clip_grad_norm(params, max_norm: float) -> float:
     """Scale all gradients together so their global L2 norm is at most max_norm."""
-    grads = [p.grad for p in params if p.grad is not None]
+    max_norm = check.number("clip_grad_norm", "max_norm", max_norm, low=0, low_open=True)
+    groups = _parameter_groups("clip_grad_norm", params)
+    # a gradient is scaled once, even if its parameter is listed twice
+    grads = list({id(p.grad): p.grad for g in groups for p in g["params"]
+                  if p.grad is not None}.values())
     total = math.sqrt(sum((g * g).sum().item() for g in grads))
     if total > max_norm:
         for g in grads:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 
+from . import _check as check
 from . import backend
 
 
@@ -41,8 +42,7 @@ def is_grad_enabled() -> bool:
 
 def set_default_dtype(name: str) -> None:
     """Floating dtype of new tensors and parameters: "float32" (default) or "float64"."""
-    if name not in ("float32", "float64"):
-        raise ValueError(f"set_default_dtype: expected 'float32' or 'float64', got {name!r}")
+    check.one_of("set_default_dtype", "name", name, ("float32", "float64"))
     _Config.default_dtype = name
 
 
@@ -114,14 +114,22 @@ class Tensor:
                 raise RuntimeError(f"backward: output of shape {self.shape} is not a "
                                    "scalar; pass grad= of the same shape")
             grad = xp.ones_like(self.data)
-        elif isinstance(grad, Tensor):
-            grad = grad.data
+        else:
+            grad = _seed_gradient(grad, self)
+        # an array handed to one .grad is never handed to another (nor is the user's
+        # seed, nor a view of some other array): in-place updates stay private
+        handed = {id(grad)}
         grads = {id(self): grad}
         for t in reversed(_topological_order(self)):
             g = grads.pop(id(t))
             fn = t.creator
             if fn is None or t._retain:
-                t.grad = g if t.grad is None else t.grad + g
+                if t.grad is None:
+                    shared = id(g) in handed or getattr(g, "base", None) is not None
+                    t.grad = g.copy() if shared else g
+                    handed.add(id(t.grad))
+                else:
+                    t.grad = t.grad + g
             if fn is None:
                 continue
             if fn.inputs is None:
@@ -170,6 +178,25 @@ class Tensor:
         return _ops.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
 
 
+def _seed_gradient(grad, out: Tensor):
+    """backward(grad=...) as an array of out's shape and dtype on out's backend."""
+    if isinstance(grad, Tensor):
+        grad = grad.data
+    if (not backend.is_array(grad)
+            or backend.get_array_module(grad) is not backend.get_array_module(out.data)):
+        try:  # host data (a list, a NumPy array on the GPU path) moves explicitly
+            grad = backend.asarray(grad)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"backward: grad must be a Tensor or an array, got "
+                            f"{type(grad).__name__}") from err
+    if grad.dtype.kind != "f":
+        raise TypeError(f"backward: grad must be a floating array, got {grad.dtype}")
+    if tuple(grad.shape) != tuple(out.shape):
+        raise ValueError(f"backward: grad must have the output's shape {tuple(out.shape)}, "
+                         f"got {tuple(grad.shape)}")
+    return grad.astype(out.dtype, copy=False)
+
+
 def _topological_order(root: Tensor) -> list:
     """Tensors reachable from root, each after all its inputs.
 
@@ -199,9 +226,20 @@ def _topological_order(root: Tensor) -> list:
 
 def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
     """A leaf tensor on the current backend. Floats default to the default dtype."""
+    check.flag("tensor", "requires_grad", requires_grad)
     if isinstance(data, Tensor):
         data = data.data
-    array = backend.asarray(data, dtype=dtype)
+    try:
+        array = backend.asarray(data, dtype=dtype)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"tensor: data must be numbers (a scalar, nested lists or an array) "
+                        f"with dtype a numeric type, got {type(data).__name__} and "
+                        f"dtype={dtype!r} ({err})") from err
+    if array.dtype.kind not in "biuf":
+        check.fail("tensor", "data", "numeric", f"dtype {array.dtype}", TypeError)
+    if requires_grad and array.dtype.kind != "f":
+        check.fail("tensor", "data", "floating with requires_grad=True (only floats have "
+                   "gradients)", f"dtype {array.dtype}", TypeError)
     if dtype is None and array.dtype.kind == "f":
         array = array.astype(_Config.default_dtype, copy=False)
     return Tensor(array, requires_grad=requires_grad)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import sys
 
+from . import _check as check
 from . import backend
 from .tensor import Tensor, no_grad, tensor
 
@@ -28,7 +29,45 @@ class History(dict):
 def accuracy(logits: Tensor, labels) -> float:
     """Fraction of rows whose largest logit is at the label."""
     labels = labels.data if isinstance(labels, Tensor) else labels
+    if not isinstance(logits, Tensor) or logits.ndim != 2 or not logits.shape[0]:
+        check.fail("accuracy", "logits", "a Tensor (N, classes) with N >= 1",
+                   getattr(logits, "shape", type(logits).__name__))
+    if not backend.is_array(labels) or labels.dtype.kind not in "iu":
+        check.fail("accuracy", "labels", "an integer array",
+                   getattr(labels, "dtype", type(labels).__name__), TypeError)
+    if tuple(labels.shape) != tuple(logits.shape[:1]):
+        check.fail("accuracy", "labels", f"of shape ({logits.shape[0]},) for logits "
+                   f"{tuple(logits.shape)}", tuple(labels.shape))
     return (logits.data.argmax(axis=1) == labels).mean().item()
+
+
+def _check_data(where, name, data):
+    """(X, y): arrays of equal non-zero length, finite, labels 1-D and >= 0 if integer.
+
+    Runs once per call on the whole data set (one host sync on a device array),
+    never per batch.
+    """
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        check.fail(where, name, "a pair (X, y)", data, TypeError)
+    for part, a in zip("Xy", data):
+        if not backend.is_array(a):
+            check.fail(where, f"{name} {part}", "an array", type(a).__name__, TypeError)
+        if a.ndim == 0 or a.dtype.kind not in "fiu":
+            check.fail(where, f"{name} {part}", "a numeric array with a row axis",
+                       f"{a.dtype} of shape {tuple(a.shape)}", TypeError)
+        if a.dtype.kind == "f" and not backend.get_array_module(a).isfinite(a).all().item():
+            check.fail(where, f"{name} {part}", "finite (no NaN or inf)", "non-finite values")
+    X, y = data
+    if len(X) == 0:
+        check.fail(where, f"{name} X", "non-empty", f"shape {tuple(X.shape)}")
+    if len(X) != len(y):
+        check.fail(where, f"{name} y", f"one row per row of X ({len(X)})", f"{len(y)} rows")
+    if y.dtype.kind in "iu":
+        if y.ndim != 1:
+            check.fail(where, f"{name} y", "1-D integer labels (N,)", f"shape {tuple(y.shape)}")
+        if y.min().item() < 0:
+            check.fail(where, f"{name} y", "labels >= 0", f"minimum {y.min().item()}")
+    return X, y
 
 
 def _progress(iterable, total, desc, progress):
@@ -52,6 +91,19 @@ def _batches(n, batch_size, rng, shuffle):
 
 def evaluate(model, X, y, loss_fn=None, metric=accuracy, batch_size=1024):
     """(mean loss or None, mean metric or None) over (X, y), in eval mode, without a graph."""
+    _check_callables("evaluate", model=model, loss_fn=loss_fn, metric=metric)
+    check.integer("evaluate", "batch_size", batch_size)
+    return _evaluate(model, *_check_data("evaluate", "data", (X, y)), loss_fn, metric,
+                     batch_size)
+
+
+def _check_callables(where, **named):
+    for name, value in named.items():
+        if value is not None and not callable(value):
+            check.fail(where, name, "callable", value, TypeError)
+
+
+def _evaluate(model, X, y, loss_fn, metric, batch_size):
     was_training = model.training
     model.eval()
     losses, metrics, counts = [], [], []
@@ -83,7 +135,23 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     after_step(model) runs after every optimiser step (e.g. FocusingLinear.constrain).
     The best epoch is the lowest val loss, or the highest val metric when one is given.
     """
-    X, y = train_data
+    _check_callables("fit", model=model, loss_fn=loss_fn, metric=metric, after_step=after_step)
+    if loss_fn is None:
+        check.fail("fit", "loss_fn", "callable", None, TypeError)
+    for name, obj in (("optimizer", optimizer), ("scheduler", scheduler)):
+        if (obj is not None or name == "optimizer") and not callable(getattr(obj, "step", None)):
+            check.fail("fit", name, "an object with a step() method", obj, TypeError)
+    epochs = check.integer("fit", "epochs", epochs, low=0)
+    batch_size = check.integer("fit", "batch_size", batch_size)
+    if patience is not None:
+        check.integer("fit", "patience", patience)
+    check.integer("fit", "seed", seed, low=0)
+    check.flag("fit", "shuffle", shuffle)
+    if progress is not None:
+        check.flag("fit", "progress", progress)
+    X, y = _check_data("fit", "train_data", train_data)
+    if val_data is not None:
+        val_data = _check_data("fit", "val_data", val_data)
     rng = backend.host_module().random.default_rng(seed)
     history, best_score, best_state, waited = History(), -math.inf, None, 0
     for epoch in range(epochs):
@@ -109,7 +177,7 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
         history["train_loss"].append(total / count)
         if val_data is None:
             continue
-        val_loss, val_metric = evaluate(model, *val_data, loss_fn=loss_fn, metric=metric)
+        val_loss, val_metric = _evaluate(model, *val_data, loss_fn, metric, 1024)
         history["val_loss"].append(val_loss)
         history["val_metric"].append(val_metric)
         score = val_metric if metric is not None else -val_loss

@@ -6,10 +6,19 @@ fan_in of a weight of shape (out, in, *kernel) is in * prod(kernel).
 """
 import math
 
+from .. import _check as check
 from ..backend import host_module, host_rng
 
 
+def _checked(shape):
+    """A weight shape: a non-empty tuple of sizes >= 1 (no division by a zero fan)."""
+    if not isinstance(shape, tuple) or not shape:
+        check.fail("nn.init", "shape", "a non-empty tuple of sizes", shape, TypeError)
+    return tuple(check.integer("nn.init", "shape", n) for n in shape)
+
+
 def fans(shape):
+    shape = _checked(shape)
     receptive = math.prod(shape[2:]) if len(shape) > 2 else 1
     fan_in = shape[1] * receptive if len(shape) > 1 else shape[0]
     return fan_in, shape[0] * receptive
@@ -60,6 +69,7 @@ def xavier_normal(shape, gain=1.0):
 
 def orthogonal(shape, gain=1.0):
     """Rows (or columns, whichever are fewer) orthonormal: QR of a Gaussian matrix."""
+    shape = _checked(shape)
     rows, cols = shape[0], math.prod(shape[1:])
     a = host_rng().normal(size=(max(rows, cols), min(rows, cols)))
     q, r = host_module().linalg.qr(a)
@@ -75,6 +85,7 @@ def torch_default(shape):
 
 
 def torch_default_bias(shape, fan_in):
+    check.integer("nn.init.torch_default_bias", "fan_in", fan_in)
     bound = 1 / math.sqrt(fan_in)
     return uniform(shape, -bound, bound)
 
@@ -84,7 +95,6 @@ INITIALISERS = {"he_normal": he_normal, "he_uniform": he_uniform, "lecun_uniform
                 "orthogonal": orthogonal, "torch": torch_default}
 
 
-def get(name):
-    if name not in INITIALISERS:
-        raise ValueError(f"unknown initialiser {name!r}; expected one of {list(INITIALISERS)}")
-    return INITIALISERS[name]
+def get(name, where="init.get"):
+    """The initialiser called `name`; `where` names the layer that asked, for the error."""
+    return INITIALISERS[check.one_of(where, "init_weight", name, INITIALISERS)]

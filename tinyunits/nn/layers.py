@@ -1,6 +1,7 @@
 """The standard layers: Linear, Conv2d, normalisation, dropout, activations, pooling."""
 from __future__ import annotations
 
+from .. import _check as check
 from .. import backend, ops
 from . import init
 from .module import Module, Parameter
@@ -11,8 +12,11 @@ class Linear(Module):
 
     def __init__(self, in_features, out_features, bias=True, init_weight="torch"):
         super().__init__()
+        in_features = check.integer("Linear", "in_features", in_features)
+        out_features = check.integer("Linear", "out_features", out_features)
+        check.flag("Linear", "bias", bias)
         self.in_features, self.out_features = in_features, out_features
-        self.weight = Parameter(init.get(init_weight)((out_features, in_features)))
+        self.weight = Parameter(init.get(init_weight, "Linear")((out_features, in_features)))
         self.bias = Parameter(init.torch_default_bias((out_features,), in_features)) if bias else None
 
     def forward(self, x):
@@ -30,10 +34,13 @@ class Conv2d(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  bias=True, init_weight="torch"):
         super().__init__()
+        in_channels, out_channels, kernel_size, stride, padding = check.conv_arguments(
+            "Conv2d", in_channels, out_channels, kernel_size, stride, padding)
+        check.flag("Conv2d", "bias", bias)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
         shape = (out_channels, in_channels, kernel_size, kernel_size)
-        self.weight = Parameter(init.get(init_weight)(shape))
+        self.weight = Parameter(init.get(init_weight, "Conv2d")(shape))
         fan_in = in_channels * kernel_size ** 2
         self.bias = Parameter(init.torch_default_bias((out_channels,), fan_in)) if bias else None
 
@@ -52,6 +59,11 @@ class _BatchNorm(Module):
 
     def __init__(self, num_features, shift=True, momentum=0.1, eps=1e-5):
         super().__init__()
+        where = type(self).__name__
+        num_features = check.integer(where, "num_features", num_features)
+        check.flag(where, "shift", shift)
+        momentum = check.number(where, "momentum", momentum, low=0, high=1)
+        eps = check.number(where, "eps", eps, low=0, low_open=True)
         self.num_features, self.shift, self.momentum, self.eps = num_features, shift, momentum, eps
         self.weight = Parameter(init.ones((num_features,)))
         self.bias = Parameter(init.zeros((num_features,))) if shift else None
@@ -62,6 +74,9 @@ class _BatchNorm(Module):
     def forward(self, x):
         self.check_input(x, x.ndim == self.ndim and x.shape[1] == self.num_features,
                          f"(B, {self.num_features}{', H, W' if self.ndim == 4 else ''})")
+        if self.training and x.size < 2 * self.num_features:  # before the running stats move
+            raise ValueError(f"{self!r}: a training batch needs at least 2 values per "
+                             f"feature for its variance, got input {tuple(x.shape)}")
         return ops.batch_norm(x, self.weight, self.bias, self.running_mean,
                               self.running_var, self.training, self.momentum, self.eps)
 
@@ -84,7 +99,14 @@ class LayerNorm(Module):
 
     def __init__(self, shape, affine=True, eps=1e-5):
         super().__init__()
-        self.shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if check.is_int(shape):
+            shape = (shape,)
+        if not isinstance(shape, (tuple, list)) or not shape:
+            check.fail("LayerNorm", "shape", "an int or a non-empty tuple of ints", shape,
+                       TypeError)
+        self.shape = tuple(check.integer("LayerNorm", "shape", n) for n in shape)
+        check.flag("LayerNorm", "affine", affine)
+        eps = check.number("LayerNorm", "eps", eps, low=0, low_open=True)
         self.affine, self.eps = affine, eps
         self.weight = Parameter(init.ones(self.shape)) if affine else None
         self.bias = Parameter(init.zeros(self.shape)) if affine else None
@@ -101,11 +123,10 @@ class LayerNorm(Module):
 class Dropout(Module):
     def __init__(self, p=0.5):
         super().__init__()
-        if not 0 <= p < 1:
-            raise ValueError(f"Dropout: expected 0 <= p < 1, got {p}")
-        self.p = p
+        self.p = check.number("Dropout", "p", p, low=0, high=1, high_open=True)
 
     def forward(self, x):
+        self.check_input(x, True, "any shape")
         return ops.dropout(x, self.p, self.training)
 
     def extra_repr(self):
@@ -116,6 +137,7 @@ class Flatten(Module):
     """(B, ...) -> (B, prod(...))."""
 
     def forward(self, x):
+        self.check_input(x, x.ndim >= 1, "(B, ...)")
         return x.reshape(x.shape[0], -1)
 
 
@@ -123,6 +145,7 @@ class _Elementwise(Module):
     fn = None
 
     def forward(self, x):
+        self.check_input(x, True, "any shape")
         return type(self).fn(x)
 
 
@@ -149,9 +172,10 @@ class GELU(_Elementwise):
 class LeakyReLU(Module):
     def __init__(self, slope=0.01):
         super().__init__()
-        self.slope = slope
+        self.slope = check.number("LeakyReLU", "slope", slope)
 
     def forward(self, x):
+        self.check_input(x, True, "any shape")
         return ops.leaky_relu(x, self.slope)
 
 
@@ -161,9 +185,10 @@ class _Pool2d(Module):
 
     def __init__(self, k):
         super().__init__()
-        self.k = k
+        self.k = check.integer(type(self).__name__, "k", k)
 
     def forward(self, x):
+        self.check_input(x, x.ndim == 4, "(B, C, H, W)")
         return type(self).pool(x, self.k)
 
     def extra_repr(self):
@@ -182,4 +207,5 @@ class GlobalAvgPool2d(Module):
     """(B, C, H, W) -> (B, C): the mean over positions."""
 
     def forward(self, x):
+        self.check_input(x, x.ndim == 4, "(B, C, H, W)")
         return ops.global_avg_pool2d(x)

@@ -26,24 +26,34 @@ class Module:
         object.__setattr__(self, "_params", {})
         object.__setattr__(self, "_modules", {})
         object.__setattr__(self, "_buffers", {})
+        object.__setattr__(self, "_optional", {})  # buffer name -> its shape when present
         object.__setattr__(self, "training", True)
 
     def __setattr__(self, name, value):
         if "_params" not in self.__dict__:
             raise RuntimeError(f"{type(self).__name__}: call super().__init__() before "
                                "assigning attributes")
+        was_buffer = name in self._buffers
         for registry in (self._params, self._modules, self._buffers):
             registry.pop(name, None)
         if isinstance(value, Parameter):
             self._params[name] = value
         elif isinstance(value, Module):
             self._modules[name] = value
+        elif was_buffer:  # a new array for a buffer stays a buffer (saved, loaded)
+            self._buffers[name] = value
         object.__setattr__(self, name, value)
 
-    def register_buffer(self, name: str, array) -> None:
-        """State that is saved and loaded but not trained (running statistics)."""
+    def register_buffer(self, name: str, array, shape=None) -> None:
+        """State that is saved and loaded but not trained (running statistics, a mask).
+
+        With `shape`, the buffer is optional: it may be None (then state_dict leaves
+        it out), and a loaded one must have that shape.
+        """
         setattr(self, name, array)
         self._buffers[name] = array
+        if shape is not None:
+            self._optional[name] = tuple(shape)
 
     def forward(self, *args):
         raise NotImplementedError(f"{type(self).__name__} has no forward")
@@ -91,7 +101,8 @@ class Module:
                 p.data = p.data.astype(dtype)
                 p.grad = None
             for name, b in list(m._buffers.items()):  # re-registering edits the dict
-                m.register_buffer(name, b.astype(dtype))
+                if b is not None:
+                    m.register_buffer(name, b.astype(dtype), m._optional.get(name))
         return self
 
     # ------------------------------------------------------------------ state
@@ -99,24 +110,42 @@ class Module:
         """Name -> array for every parameter and buffer (the arrays themselves)."""
         state = {name: p.data for name, p in self.named_parameters()}
         for prefix, m in self.named_modules():
-            state.update({prefix + name: b for name, b in m._buffers.items()})
+            state.update({prefix + name: b for name, b in m._buffers.items() if b is not None})
         return state
 
     def load_state_dict(self, state: dict) -> None:
-        """Copy arrays in place; every key must be present and every shape must match."""
+        """Copy arrays in; every key, shape and dtype is checked before anything is written.
+
+        An optional buffer (a pruning mask) is set when the state has it, and cleared
+        when it does not, so a loaded model computes what the saved one did.
+        """
+        where = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state, dict):
+            raise TypeError(f"{where}: state must be a dict of arrays, got {type(state).__name__}")
         own = self.state_dict()
-        missing = sorted(set(own) - set(state))
-        unexpected = sorted(set(state) - set(own))
+        optional = {prefix + name: (m, name, shape) for prefix, m in self.named_modules()
+                    for name, shape in m._optional.items()}
+        missing = sorted(set(own) - set(state) - set(optional))
+        unexpected = sorted(set(state) - set(own) - set(optional))
         if missing or unexpected:
-            raise KeyError(f"{type(self).__name__}.load_state_dict: missing keys {missing}, "
-                           f"unexpected keys {unexpected} (a checkpoint of another model?)")
-        for name, target in own.items():
-            value = state[name]
-            if tuple(value.shape) != tuple(target.shape):
-                raise ValueError(f"{type(self).__name__}.load_state_dict: {name} has shape "
-                                 f"{tuple(value.shape)} in the state, {tuple(target.shape)} "
-                                 "in the model")
-            target[...] = backend.asarray(value, dtype=target.dtype)
+            raise KeyError(f"{where}: missing keys {missing}, unexpected keys {unexpected} "
+                           "(a checkpoint of another model?)")
+        for name, value in state.items():
+            shape = own[name].shape if name in own else optional[name][2]
+            if not backend.is_array(value):
+                raise TypeError(f"{where}: {name} must be an array, got {type(value).__name__}")
+            if value.dtype.kind not in "fiu":
+                raise TypeError(f"{where}: {name} must be a numeric array, got {value.dtype}")
+            if tuple(value.shape) != tuple(shape):
+                raise ValueError(f"{where}: {name} has shape {tuple(value.shape)} in the "
+                                 f"state, {tuple(shape)} in the model")
+        for name, target in own.items():  # all checked: now write
+            if name not in optional:
+                target[...] = backend.asarray(state[name], dtype=target.dtype)
+        for name, (m, attr, shape) in optional.items():
+            dtype = next((p.dtype for p in m._params.values()), get_default_dtype())
+            value = backend.asarray(state[name], dtype=dtype) if name in state else None
+            m.register_buffer(attr, value, shape)
 
     # ------------------------------------------------------------------ checks
     def check_input(self, x, ok: bool, expected: str) -> None:
@@ -125,7 +154,10 @@ class Module:
             raise TypeError(f"{self!r}: expected a tinyunits Tensor, got {type(x).__name__}")
         if not ok:
             raise ValueError(f"{self!r}: expected input {expected}, got {tuple(x.shape)}")
-        dtype = next((p.dtype for p in self._params.values()), None)
+        first = next(iter(self._params.values()), None)
+        if first is None and self._modules:  # a block (HanMixerBlock): its first layer's dtype
+            first = next((p for _, p in self.named_parameters()), None)
+        dtype = None if first is None else first.dtype
         if dtype is not None and x.dtype != dtype:
             raise TypeError(f"{self!r}: expected {dtype} input (the dtype of its "
                             f"parameters), got {x.dtype}")
@@ -149,6 +181,9 @@ class Sequential(Module):
     def __init__(self, *modules):
         super().__init__()
         for i, m in enumerate(modules):
+            if not isinstance(m, Module):
+                raise TypeError(f"Sequential: argument {i} must be a Module, got "
+                                f"{type(m).__name__}")
             setattr(self, str(i), m)
 
     def forward(self, x):

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 
+from .. import _check as check
 from .. import backend
 from ..backend import get_array_module
 from ..function import Function
@@ -127,15 +128,16 @@ class FocusingLinear(Module):
     Pruning (section 4.4): prune(threshold) zeroes, from then on, every effective
     weight whose normalised focus coefficient u[j,i] is below threshold, and
     returns the sparsity (fraction of zeroed weights). The mask is fixed when
-    prune() is called; prune(None) removes it.
+    prune() is called; prune(None) removes it. It is a buffer: tu.save keeps it
+    and tu.load restores it (or clears it, for an unpruned checkpoint).
     """
 
     def __init__(self, in_features, out_features, mu_init="spread", sigma_init=0.025):
         super().__init__()
+        in_features = check.integer("FocusingLinear", "in_features", in_features)
+        out_features = check.integer("FocusingLinear", "out_features", out_features)
         self.in_features, self.out_features = in_features, out_features
-        if not SIGMA_RANGE[0] <= sigma_init <= SIGMA_RANGE[1]:
-            raise ValueError(f"FocusingLinear: sigma_init must lie in {SIGMA_RANGE}, "
-                             f"got {sigma_init}")
+        check.number("FocusingLinear", "sigma_init", sigma_init, *SIGMA_RANGE)
         np = backend.host_module()
         mu, sigma = self._initial_mu(mu_init), np.full(out_features, float(sigma_init))
         u = focus_coefficients(mu, sigma, in_features)[1]
@@ -143,7 +145,8 @@ class FocusingLinear(Module):
         self.weight = Parameter(backend.host_rng().uniform(-1, 1, u.shape) * bound)
         self.bias = Parameter(np.zeros(out_features))
         self.mu, self.sigma = Parameter(mu), Parameter(sigma)
-        self.mask = None  # set by prune(); not part of state_dict
+        # set by prune(); saved with the model, since it changes the outputs
+        self.register_buffer("mask", None, shape=(out_features, in_features))
 
     def _initial_mu(self, mu_init):
         np, n = backend.host_module(), self.out_features
@@ -152,11 +155,17 @@ class FocusingLinear(Module):
                 return np.linspace(0.2, 0.8, n)
             if mu_init == "middle":
                 return 0.5 + backend.host_rng().uniform(-0.025, 0.025, n)
-            raise ValueError(f"FocusingLinear: mu_init must be 'spread', 'middle' or "
-                             f"{n} centres, got {mu_init!r}")
-        mu = np.asarray(mu_init, dtype="float64")
+            check.fail("FocusingLinear", "mu_init", f"'spread', 'middle' or {n} centres",
+                       mu_init)
+        try:
+            mu = np.asarray(mu_init, dtype="float64")
+        except (TypeError, ValueError):
+            check.fail("FocusingLinear", "mu_init", f"'spread', 'middle' or {n} centres",
+                       mu_init, TypeError)
         if mu.shape != (n,):
-            raise ValueError(f"FocusingLinear: expected {n} initial centres, got shape {mu.shape}")
+            check.fail("FocusingLinear", "mu_init", f"{n} initial centres", f"shape {mu.shape}")
+        if not np.isfinite(mu).all():
+            check.fail("FocusingLinear", "mu_init", "finite centres", mu.tolist())
         return mu
 
     def forward(self, x):
@@ -181,10 +190,13 @@ class FocusingLinear(Module):
 
     def prune(self, threshold) -> float:
         """Zero the weights whose u < threshold (None: unprune); return the sparsity."""
+        if threshold is not None:
+            check.number("FocusingLinear.prune", "threshold", threshold)
         if threshold is None:
-            self.mask = None
+            self.register_buffer("mask", None, self.weight.shape)
             return 0.0
-        self.mask = (self.focus() >= threshold).astype(self.weight.dtype)
+        self.register_buffer("mask", (self.focus() >= threshold).astype(self.weight.dtype),
+                             self.weight.shape)
         return 1.0 - self.mask.mean().item()
 
     def focus_parameters(self) -> list:

@@ -36,6 +36,7 @@ flow through a frozen f to the outer network by (8) and (9).
 """
 from __future__ import annotations
 
+from .. import _check as check
 from ..backend import get_array_module
 from ..function import Function
 from ..nn import init
@@ -106,13 +107,17 @@ class InnerNet(Module):
 
     def __init__(self, n_args=2, hidden=(64, 64), init_weight="torch"):
         super().__init__()
-        if n_args < 1 or not hidden or min(hidden) < 1:
-            raise ValueError(f"InnerNet: expected n_args >= 1 and non-empty positive hidden "
-                             f"sizes, got n_args={n_args}, hidden={hidden}")
-        self.n_args, self.hidden = n_args, tuple(hidden)
+        n_args = check.integer("InnerNet", "n_args", n_args)
+        if check.is_int(hidden):
+            hidden = (hidden,)
+        if not isinstance(hidden, (tuple, list)) or not hidden:
+            check.fail("InnerNet", "hidden", "a non-empty tuple of layer sizes", hidden,
+                       TypeError)
+        self.n_args = n_args
+        self.hidden = tuple(check.integer("InnerNet", "hidden", h) for h in hidden)
         sizes = (n_args,) + self.hidden + (1,)
         for l, (d_in, d_out) in enumerate(zip(sizes[:-1], sizes[1:])):
-            setattr(self, f"weight_{l}", Parameter(init.get(init_weight)((d_out, d_in))))
+            setattr(self, f"weight_{l}", Parameter(init.get(init_weight, "InnerNet")((d_out, d_in))))
             setattr(self, f"bias_{l}", Parameter(init.torch_default_bias((d_out,), d_in)))
 
     def layer_parameters(self) -> list:

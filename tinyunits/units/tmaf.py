@@ -40,6 +40,7 @@ flat index i*(K+1) + bin, for all samples, positions and features at once.
 """
 from __future__ import annotations
 
+from .. import _check as check
 from .. import backend
 from ..backend import get_array_module
 from ..function import Function
@@ -194,12 +195,10 @@ class TMAF(Module):
                  negative_slope=0.01):
         super().__init__()
         where = f"TMAF(num_features={num_features}, kind={kind!r}, init={init!r})"
-        if not isinstance(num_features, int) or num_features < 1:
-            raise ValueError(f"{where}: num_features must be a positive int")
-        if kind not in KINDS:
-            raise ValueError(f"{where}: kind must be one of {KINDS}")
-        if init not in INITS:
-            raise ValueError(f"{where}: init must be one of {INITS}")
+        check.integer(where, "num_features", num_features)
+        check.one_of(where, "kind", kind, KINDS)
+        check.one_of(where, "init", init, INITS)
+        check.number(where, "negative_slope", negative_slope)
         s = _validate_breakpoints(breakpoints, where)
         self.num_features, self.kind, self.init = num_features, kind, init
         self.levels = Parameter(_initial_levels(init, s, num_features, negative_slope, where))
