@@ -348,7 +348,7 @@ def _focus_cases(graded):
         name = next(iter(graded.values()))
         mistakes = {name: [("missing the normaliser term of eq. (7): ||phi|| depends on mu "
                             "and sigma too", _focus_without_normaliser(next(iter(graded))))]}
-        cases.append(Case(f"x ({batch}, {n_in}), {len(mu)} foci",
+        cases.append(Case(f"x ({batch}, {n_in}), {len(mu)} focus centres",
                           FocusingLinearFn, [_host(data(batch, n_in))] + [
                               _host(p) for p in (layer.weight, layer.bias, layer.mu,
                                                  layer.sigma)], graded, mistakes))

@@ -33,24 +33,25 @@ DAC, MULTIARG, TMAF = "lessons/01_dac.py", "lessons/02_two_argument.py", "lesson
 HAN, FOCUS = "lessons/04_hannet.py", "lessons/05_focusing.py"
 
 EXERCISES = (
-    Exercise("engine_mul", 1, "tinyunits/ops/arithmetic.py", "y = a * b: da = g b, db = g a",
+    Exercise("engine_mul", 1, "tinyunits/ops/arithmetic.py", "y = a * b (broadcasting)",
              "", ENGINE, "Each input's gradient is g times the other input; return them in "
              "the output's broadcast shape, the engine sums them down.", ("da", "db")),
-    Exercise("engine_div", 1, "tinyunits/ops/arithmetic.py", "y = a / b: da, db", "", ENGINE,
+    Exercise("engine_div", 1, "tinyunits/ops/arithmetic.py", "y = a / b (broadcasting)", "", ENGINE,
              "d(a/b)/db = -a / b^2.", ("da", "db")),
     Exercise("engine_sigmoid", 1, "tinyunits/ops/elementwise.py",
-             "y = sigmoid(x): dx from the saved output y", "", ENGINE,
+             "y = sigmoid(x) = 1 / (1 + exp(-x))", "", ENGINE,
              "sigmoid'(x) can be written with y = sigmoid(x) alone.", ("dx",)),
     Exercise("engine_sum_to", 2, "tinyunits/tensor.py",
              "sum_to(g, shape): undo broadcasting", "", ENGINE,
              "Sum over the leading axes broadcasting added, and (keeping them) over "
              "the axes where shape has size 1 but g does not.", ("da",)),
-    Exercise("engine_matmul", 2, "tinyunits/ops/matmul.py", "Y = A @ B: dA = G B^T, dB = A^T G",
+    Exercise("engine_matmul", 2, "tinyunits/ops/matmul.py", "Y = A @ B, batched over leading axes",
              "", ENGINE, "Check the shapes: dA has A's shape, dB has B's; swap the last "
              "two axes, leading (batch) axes broadcast.", ("da", "db")),
     Exercise("engine_softmax_ce", 2, "tinyunits/ops/loss.py",
-             "mean_n [logsumexp(z_n) - z_n[y_n]]: dz", "", ENGINE,
-             "The gradient is (softmax(z) - onehot(y)) / N, times g.", ("dz",)),
+             "L = mean_n [logsumexp(z_n) - z_n[y_n]]", "", ENGINE,
+             "The gradient of logsumexp is softmax; the picked logit and the mean over "
+             "the N rows add the rest.", ("dz",)),
     Exercise("dac_dW", 2, "tinyunits/units/dac.py", "DAC eq. (7), dW", "docs/papers/dac.md",
              DAC, "y is linear in W: dW[i,j] sums phi(B[i,j] + x[b,j]) g[b,i] over the batch.",
              ("dW",)),
