@@ -66,7 +66,8 @@ EXERCISES = (
              "Place g once per kernel tap, then dW and dA are two matrix products; "
              "drop the padding before multiplying by phi'.", ("dx", "dW", "dB")),
     Exercise("multiarg_inner", 3, "tinyunits/units/multiarg.py",
-             "inner net backward, eqs. (6)-(9)", "docs/papers/two_argument.md", MULTIARG,
+             "inner-net backward through the shared f, eqs. (6)-(9) (ours: the paper "
+             "writes none)", "docs/papers/two_argument.md", MULTIARG,
              "Walk the layers backwards: D_{l-1} = (D_l W_l) * [H_l > 0]; f is shared, so "
              "its weight gradients sum over every point of every unit.",
              ("dx", "dW0", "db0", "dW1", "db1", "dW2", "db2")),
