@@ -121,14 +121,14 @@ def test_stubs_name_the_exercise_its_equation_and_its_lesson(student):
 
 
 def test_no_line_of_any_solution_survives_in_the_student_copy(student):
-    library = {rel: (ROOT / rel).read_text().splitlines() for rel in project_files(ROOT)
-               if rel.endswith(".py") or rel.endswith(".md")}
-    copied = [p for p in student.rglob("*") if p.is_file()]
-    copy_lines = [line.strip() for p in copied for line in p.read_text().splitlines()]
+    def lines_of(path):
+        return path.read_text(errors="replace").splitlines()
+
+    copy_lines = [line.strip() for p in student.rglob("*") if p.is_file() for line in lines_of(p)]
     inside, outside = [], []
-    for rel, lines in library.items():
-        marked = set()
-        for r in regions_in("\n".join(lines), rel):
+    for rel in project_files(ROOT):
+        lines, marked = lines_of(ROOT / rel), set()
+        for r in regions_in("\n".join(lines), rel) if rel.endswith(".py") else []:
             marked.update(range(r.begin + 1, r.end))
             inside += [line.strip() for line in r.lines if line.strip()]
         outside += [line.strip() for k, line in enumerate(lines) if k not in marked]
@@ -158,60 +158,38 @@ def test_student_refuses_a_non_empty_folder_or_one_inside_the_tree(tmp_path):
 
 
 # --------------------------------------------------------------------------- planted mistakes
-def test_focusing_dmu_without_the_normaliser_term(solved, tmp_path):
-    tree = plant(solved, tmp_path, "focus_dmu", "gmu = q.sum(axis=1) / (s * s)")
-    out = failing(grade(tree)[1])
-    assert list(out) == ["focus_dmu"]
-    assert "dmu wrong" in out["focus_dmu"] and "normaliser term" in out["focus_dmu"]
+PLANTS = {  # a mistake -> (exercise, its new region lines, what the feedback must say)
+    "focusing dmu without the normaliser term": (
+        "focus_dmu", ["gmu = q.sum(axis=1) / (s * s)"], ["dmu wrong", "normaliser term"]),
+    "focusing dsigma without the normaliser term": (
+        "focus_dsigma", ["gsigma = rowdot(q, d) / (s * s * s)"],
+        ["dsigma wrong", "normaliser term"]),
+    "DAC dB without the factor W": (
+        "dac_dB", ["gB[I] = M.sum(axis=1)"], ["dB wrong", "missing the factor W"]),
+    "DAC dx with the standard unit's shared mask": (
+        "dac_dx", ["gx += (gT.T @ W[I]) * (x > 0)"], ["dx wrong", "one mask"]),
+    "HanLayer du with the sign flipped": (
+        "han_du", ["g_u_hat = 2 * (t @ x + s @ g_z)",
+                   "gu = (g_u_hat - u_hat * (u_hat @ g_u_hat)) / self.norm"],
+        ["du wrong", "wrong sign"]),
+    "matmul backward transposed": (  # db wrong in shape, and in value for a square b
+        "engine_matmul", ["ga = g @ _swap(self.b) if self.needs_grad(0) else None",
+                          "gb = _swap(_swap(self.a) @ g) if self.needs_grad(1) else None",
+                          "return ga, gb"],
+        ["db has shape (5, 4), the input has (4, 5): transposed", "db wrong", "transposed"]),
+    "broadcasting not summed back": (  # engine_mul & co. do not go through sum_to
+        "engine_sum_to", ["lead = g.ndim - len(shape)", "return g.sum(axis=tuple(range(lead)))"],
+        ["da has shape (3, 4), the input has (1, 4)", "not summed back"]),
+}
 
 
-def test_focusing_dsigma_without_the_normaliser_term(solved, tmp_path):
-    tree = plant(solved, tmp_path, "focus_dsigma", "gsigma = rowdot(q, d) / (s * s * s)")
-    out = failing(grade(tree)[1])
-    assert list(out) == ["focus_dsigma"]
-    assert "dsigma wrong" in out["focus_dsigma"] and "normaliser term" in out["focus_dsigma"]
-
-
-def test_dac_dB_without_the_factor_W(solved, tmp_path):
-    tree = plant(solved, tmp_path, "dac_dB", "gB[I] = M.sum(axis=1)")
-    out = failing(grade(tree)[1])
-    assert list(out) == ["dac_dB"]
-    assert "dB wrong" in out["dac_dB"] and "missing the factor W" in out["dac_dB"]
-
-
-def test_dac_dx_with_the_standard_units_shared_mask(solved, tmp_path):
-    tree = plant(solved, tmp_path, "dac_dx", "gx += (gT.T @ W[I]) * (x > 0)")
-    out = failing(grade(tree)[1])
-    assert list(out) == ["dac_dx"]
-    assert "dx wrong" in out["dac_dx"] and "one mask" in out["dac_dx"]
-
-
-def test_han_du_with_the_sign_flipped(solved, tmp_path):
-    tree = plant(solved, tmp_path, "han_du", "g_u_hat = 2 * (t @ x + s @ g_z)",
-                 "gu = (g_u_hat - u_hat * (u_hat @ g_u_hat)) / self.norm")
-    out = failing(grade(tree)[1])
-    assert list(out) == ["han_du"]
-    assert "du wrong" in out["han_du"] and "wrong sign" in out["han_du"]
-
-
-def test_matmul_backward_transposed(solved, tmp_path):
-    tree = plant(solved, tmp_path, "engine_matmul",
-                 "ga = g @ _swap(self.b) if self.needs_grad(0) else None",
-                 "gb = _swap(_swap(self.a) @ g) if self.needs_grad(1) else None",
-                 "return ga, gb")
-    out = failing(grade(tree)[1])
-    assert list(out) == ["engine_matmul"]
-    assert "db has shape" in out["engine_matmul"] and "transposed" in out["engine_matmul"]
-    assert "db wrong" in out["engine_matmul"]  # the square case: same shape, values swapped
-
-
-def test_broadcasting_not_summed_back(solved, tmp_path):
-    tree = plant(solved, tmp_path, "engine_sum_to", "lead = g.ndim - len(shape)",
-                 "return g.sum(axis=tuple(range(lead)))")
-    out = failing(grade(tree)[1])
-    assert list(out) == ["engine_sum_to"]  # engine_mul & co. do not go through sum_to
-    assert "da has shape (3, 4), the input has (1, 4)" in out["engine_sum_to"]
-    assert "not summed back" in out["engine_sum_to"]
+@pytest.mark.parametrize("mistake", PLANTS)
+def test_a_planted_mistake_fails_exactly_its_exercise(solved, tmp_path, mistake):
+    name, lines, expected = PLANTS[mistake]
+    out = failing(grade(plant(solved, tmp_path, name, *lines))[1])
+    assert list(out) == [name]
+    for phrase in expected:
+        assert phrase in out[name], f"{phrase!r} missing from:\n{out[name]}"
 
 
 # --------------------------------------------------------------------------- hidden checks
