@@ -1,6 +1,6 @@
 """Run the checks inside the tree being graded (a subprocess of grade.py).
 
-    python runner.py DIR [--hidden FOLDER] [--only NAME ...]
+    python runner.py DIR [--hidden FOLDER] --only NAME ...
 
 DIR goes first on sys.path, so `import tinyunits` finds the graded code, never an
 installed copy; the run stops if it does not. checks.py is loaded by path from
@@ -30,7 +30,7 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser()
     parser.add_argument("dir")
     parser.add_argument("--hidden")
-    parser.add_argument("--only", nargs="*")
+    parser.add_argument("--only", nargs="+", required=True)
     args = parser.parse_args(argv)
     root = pathlib.Path(args.dir).resolve()
     sys.path[0] = str(root)  # replaces this script's folder
