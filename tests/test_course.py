@@ -223,6 +223,14 @@ def test_hidden_cases_run_and_stay_hidden(solved, tmp_path):
         assert secret not in output
 
 
+def test_a_broken_hidden_file_fails_its_exercises_without_showing_its_code(tmp_path):
+    (tmp_path / "broken.py").write_text("def cases(checks)\n    SECRET = 42\n")
+    _, results = grade(ROOT, ["engine_mul"], tmp_path)
+    assert results[0].score == 0
+    assert "hidden case: could not be built (SyntaxError)" in results[0].output
+    assert "SECRET" not in results[0].output and "42" not in results[0].output
+
+
 # --------------------------------------------------------------------------- CLI, JSON, CSV
 def test_json_prints_gradescope_results_and_nothing_else(student):
     run = subprocess.run([sys.executable, "-m", "tinyunits.course", "grade", str(student),

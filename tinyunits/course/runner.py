@@ -51,7 +51,10 @@ def main(argv=None) -> dict:
     hidden = {}
     folder = pathlib.Path(args.hidden) if args.hidden else None
     for k, path in enumerate(sorted(folder.glob("*.py")) if folder and folder.is_dir() else []):
-        hidden[path] = _load(path, f"_tinyunits_course_hidden_{k}")
+        try:
+            hidden[path] = _load(path, f"_tinyunits_course_hidden_{k}")
+        except Exception as err:  # noqa: BLE001 - a traceback would show hidden code
+            hidden[path] = err
     results = {}
     for name in args.only:
         results[name] = _grade_one(checks, name, hidden)
@@ -66,15 +69,24 @@ def _grade_one(checks, name, hidden):
     except Exception as err:  # noqa: BLE001
         return [(False, f"the cases could not be built: {type(err).__name__}: {err}")]
     for case in visible:
-        lines += checks.run(case, rng)
-    for path, module in hidden.items():
         try:
+            lines += checks.run(case, rng)
+        except Exception as err:  # noqa: BLE001 - e.g. a forward the student broke
+            lines.append((False, f"{case.label}: the check failed: {type(err).__name__}: {err}"))
+    for module in hidden.values():
+        # never show a hidden case's code or values: only the type of what went wrong
+        try:
+            if isinstance(module, Exception):
+                raise module
             extra = module.cases(checks).get(name, [])
-        except Exception as err:  # noqa: BLE001 - never show hidden code or values
+        except Exception as err:  # noqa: BLE001
             lines.append((False, f"hidden case: could not be built ({type(err).__name__})"))
             continue
         for case in extra:
-            lines += checks.run(case, rng, hidden=True)
+            try:
+                lines += checks.run(case, rng, hidden=True)
+            except Exception as err:  # noqa: BLE001
+                lines.append((False, f"hidden case: the check failed ({type(err).__name__})"))
     return lines
 
 
