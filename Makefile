@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install tour test test-numpy test-strict gradcheck lessons figures bench clean
+.PHONY: install tour test test-numpy test-strict gradcheck lessons figures bench clean student grade
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,15 @@ figures: lessons
 # Benchmarks against PyTorch when it is installed (pip install torch==2.13.0).
 bench: install
 	$(PY) tests/benchmarks/run.py
+
+# The course (docs/teaching.md): a student copy with every exercise stubbed, and its grader.
+STUDENT ?= ../student
+student: install
+	$(PY) -m tinyunits.course student $(STUDENT)
+
+# Grades DIR (default: this checkout): `make grade DIR=../student`.
+grade: install
+	$(PY) -m tinyunits.course grade $(DIR)
 
 clean:
 	rm -rf $(VENV) figures checkpoints build *.egg-info

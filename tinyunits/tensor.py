@@ -54,11 +54,13 @@ def sum_to(g, shape):
     """Sum a broadcast gradient back down to `shape` (the one place it is undone)."""
     if g.shape == shape:
         return backend.ensure_array(g)
+    # BEGIN SOLUTION engine_sum_to
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         i + lead for i, n in enumerate(shape) if n == 1 and g.shape[i + lead] != 1)
     g = g.sum(axis=axes, keepdims=True)
     return g.reshape(shape) if lead else g
+    # END SOLUTION engine_sum_to
 
 
 class Tensor:

@@ -22,11 +22,13 @@ class SoftmaxCrossEntropy(Function):
         return (xp.log(s[:, 0]) - picked).mean()
 
     def backward(self, g):
+        # BEGIN SOLUTION engine_softmax_ce
         xp = get_array_module(g)
         n = self.softmax.shape[0]
         dz = self.softmax.copy()
         dz[xp.arange(n), self.labels] -= 1
         return (dz * (g / n),)
+        # END SOLUTION engine_softmax_ce
 
 
 def _check_labels(labels, z):

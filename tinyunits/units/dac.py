@@ -78,14 +78,24 @@ class DACLinearFn(Function):
         x, W, B = self.x, self.W, self.B
         xp = get_array_module(x)
         gx, gW, gB = xp.zeros_like(x), xp.empty_like(W), xp.empty_like(B)
+        want = [self.needs_grad(i) for i in range(3)]  # a network's input needs no dx
         for I in _blocks(W.shape[0], x.size, self.budget):
             A, fn = phi(self.activation, B[I, None, :] + x)           # recomputed per block
             gT = g[:, I].T                                            # (c, b)
-            gW[I] = (gT[:, None, :] @ A)[:, 0]                        # eq. (7): sum_b phi * g
+            if want[1]:
+                # BEGIN SOLUTION dac_dW
+                gW[I] = (gT[:, None, :] @ A)[:, 0]                        # eq. (7): sum_b phi * g
+                # END SOLUTION dac_dW
             M = fn.backward(gT[:, :, None])[0]                        # phi'(B[i,j] + x[b,j]) * g[b,i]
-            gB[I] = W[I] * M.sum(axis=1)                              # eq. (7): W * sum_b phi' * g
-            gx += xp.einsum("cbj,cj->bj", M, W[I])                    # eq. (7): sum_i W * phi' * g
-        return gx, gW, gB
+            if want[2]:
+                # BEGIN SOLUTION dac_dB
+                gB[I] = W[I] * M.sum(axis=1)                              # eq. (7): W * sum_b phi' * g
+                # END SOLUTION dac_dB
+            if want[0]:
+                # BEGIN SOLUTION dac_dx
+                gx += xp.einsum("cbj,cj->bj", M, W[I])                    # eq. (7): sum_i W * phi' * g
+                # END SOLUTION dac_dx
+        return tuple(grad if wanted else None for grad, wanted in zip((gx, gW, gB), want))
 
 
 def dac_linear(x, W, B, activation="relu"):
@@ -142,6 +152,7 @@ class DACConv2dFn(Function):
         gxt, gW, gB = xp.zeros_like(self.xt), xp.empty_like(Wt), xp.empty_like(B)
         for I in self._blocks():
             A, fn = self._cached(B, I)                                          # recomputed per block
+            # BEGIN SOLUTION dac_conv
             G = xp.zeros(A.shape[:1] + (self.k ** 2,) + A.shape[2:], dtype=g.dtype)
             for t, window in self._taps(*g.shape[2:]):
                 G[:, t][window] = gt[I]                                         # g[i,b,h,w] where tap t read A
@@ -153,6 +164,7 @@ class DACConv2dFn(Function):
             M = fn.backward(gA)[0][inner]                                       # dA * phi', without the pad
             gB[I] = M.sum(axis=(2, 3, 4))                                       # dB[i,j] = sum_{b,h,w}
             gxt += M.sum(axis=0)                                                # dx[j] = sum_i
+            # END SOLUTION dac_conv
         return gxt.transpose(1, 0, 2, 3), gW.reshape(Wt.shape[:2] + (self.k, self.k)), gB
 
 

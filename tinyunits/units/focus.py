@@ -107,8 +107,15 @@ class FocusingLinearFn(Function):
         q *= d
         ud = u * d
         m = u.shape[1]
-        gmu = (q.sum(axis=1) - Q * rowdot(u, ud) / m) / (s * s)
-        gsigma = (rowdot(q, d) - Q * rowdot(ud, ud) / m) / (s * s * s)
+        gmu = gsigma = None
+        if self.needs_grad(3):
+            # BEGIN SOLUTION focus_dmu
+            gmu = (q.sum(axis=1) - Q * rowdot(u, ud) / m) / (s * s)
+            # END SOLUTION focus_dmu
+        if self.needs_grad(4):
+            # BEGIN SOLUTION focus_dsigma
+            gsigma = (rowdot(q, d) - Q * rowdot(ud, ud) / m) / (s * s * s)
+            # END SOLUTION focus_dsigma
         gK *= u if self.mask is None else u * self.mask  # dL/dW
         return gx, gK, g2.sum(axis=0), gmu, gsigma
 

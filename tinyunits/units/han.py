@@ -81,12 +81,20 @@ class HanFn(Function):
         u_hat, s, x = self.u_hat, self.s, self.x
         g_z = self._rows(xp, g) * self.slope
         t = g_z @ u_hat
-        gx = g_z - (2 * t)[:, None] * u_hat
-        g_u_hat = -2 * (t @ x + s @ g_z)
-        gu = (g_u_hat - u_hat * (u_hat @ g_u_hat)) / self.norm
+        gx = gu = None
+        if self.needs_grad(0):
+            # BEGIN SOLUTION han_dx
+            gx = g_z - (2 * t)[:, None] * u_hat
+            # END SOLUTION han_dx
+            gx = self._unrows(xp, gx)
+        if self.needs_grad(1):
+            # BEGIN SOLUTION han_du
+            g_u_hat = -2 * (t @ x + s @ g_z)
+            gu = (g_u_hat - u_hat * (u_hat @ g_u_hat)) / self.norm
+            # END SOLUTION han_du
         if not self.has_bias:
-            return self._unrows(xp, gx), gu
-        return self._unrows(xp, gx), gu, g_z.sum(axis=0)
+            return gx, gu
+        return gx, gu, g_z.sum(axis=0)
 
     # Inside, every position is a row of an (N, dim) matrix: `axis` is moved last
     # (a view) and the other axes are flattened into N, then the shape is restored.

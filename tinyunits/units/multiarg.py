@@ -65,6 +65,7 @@ class InnerNetFn(Function):
         return f.reshape((B, kn // self.n_args) + x.shape[2:])
 
     def backward(self, g):
+        # BEGIN SOLUTION multiarg_inner
         D = g.reshape(-1, 1)                                     # (6)
         grads = []
         for l in range(len(self.weights) - 1, 0, -1):
@@ -73,6 +74,7 @@ class InnerNetFn(Function):
         grads = self._param_grads(D, self.H[0]) + grads
         dX = D @ self.weights[0]                                 # (9)
         return (self._from_points(dX),) + tuple(grads)
+        # END SOLUTION multiarg_inner
 
     def _param_grads(self, D, H):
         if not self.param_grads:  # frozen f: its parameters take no gradient

@@ -105,7 +105,9 @@ class DiagonalTMAFFn(Function):
 
     def backward(self, g):
         dx = g * self.slope                                                  # (B1)
+        # BEGIN SOLUTION tmaf_levels
         dlevels = _accumulate(self.index, g * self.x, self.shape)            # (B2)
+        # END SOLUTION tmaf_levels
         return dx, dlevels
 
 
@@ -126,9 +128,11 @@ class TridiagonalTMAFFn(Function):
 
     def backward(self, g):
         dx = g * self.slope + _next(g * self.l) + _previous(g * self.u)     # (B3)
+        # BEGIN SOLUTION tmaf_tridiagonal
         dlower = _accumulate(self.index, g * self.x_prev, self.shape)       # (B4)
         dlevels = _accumulate(self.index, g * self.x, self.shape)
         dupper = _accumulate(self.index, g * self.x_next, self.shape)
+        # END SOLUTION tmaf_tridiagonal
         return dx, dlower, dlevels, dupper
 
 
