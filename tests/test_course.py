@@ -20,7 +20,7 @@ from tinyunits.course.source import (all_regions, is_stub, project_files, region
                                      write_student_copy)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-CONTRACT = {  # GUIDE.md's shared contract: exercise -> lesson
+CONTRACT = {  # the agreed contract: each exercise and the lesson that explains it
     **dict.fromkeys(["engine_mul", "engine_div", "engine_sigmoid", "engine_sum_to",
                      "engine_matmul", "engine_softmax_ce"], "lessons/00_engine.py"),
     **dict.fromkeys(["dac_dW", "dac_dB", "dac_dx", "dac_conv"], "lessons/01_dac.py"),
