@@ -276,3 +276,32 @@ def test_a_script_that_starts_workers_is_not_rerun_by_them(tmp_path):
     assert starts(log) == {0: 1, 1: 1, 2: 1, 3: 1}
     serial = sweep.run("tiny", tiny_trial, trials, store=str(tmp_path / "serial.sqlite"))
     assert f"losses {[r['loss'] for r in serial]}" in out.stdout
+
+
+# --------------------------------------------------------------------------- the lessons' tables
+def stored_settings(settings):
+    """Stands in for a trial: its result is part of its settings."""
+    return settings["result"]
+
+
+def test_lesson_tables_are_built_from_the_store(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(ROOT)
+    from lessons.trials import focusing, hannet
+    store = str(tmp_path / "s.sqlite")
+    accs = [0.9, 0.5, 1.0, 0.7]
+    sweep.run(hannet.SWEEP, stored_settings, [
+        dict(net="hannet", lr=0.05, seed=i, steps=10,
+             result=dict(test_acc=a, diverged=a < 0.6)) for i, a in enumerate(accs)]
+        + [dict(net="fcnet", lr=0.25, seed=0, steps=10, result=dict(test_acc=0.5, diverged=True))],
+        store=store)
+    lines = hannet.table(store).splitlines()
+    assert lines[0].split() == ["net", "lr", "steps", "n", "mean", "median", "min", "max",
+                                "diverged"]
+    assert lines[1].split() == ["fcnet", "0.25", "10", "1", "50.0%", "50.0%", "50.0%", "50.0%", "1"]
+    assert lines[2].split() == ["hannet", "0.05", "10", "4", "77.5%", "80.0%", "50.0%", "100.0%", "1"]
+    sweep.run(focusing.SWEEP, stored_settings, [
+        dict(trial=i, result=dict(noisy=i < 3, focus=f, dense=d))
+        for i, (f, d) in enumerate([(0.9, 0.8), (0.7, 0.8), (1.0, 0.6), (0.5, 0.6)])], store=store)
+    lines = focusing.table(store).splitlines()
+    assert lines[1].split() == ["noisy", "3", "86.7%", "73.3%", "+13.33", "pts", "2", "of", "3"]
+    assert lines[2].split() == ["clean", "1", "50.0%", "60.0%", "-10.00", "pts", "0", "of", "1"]

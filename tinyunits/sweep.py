@@ -26,7 +26,8 @@ Where the trials run:
 - ``scheduler="tcp://host:8786"``: an existing Dask cluster (SSH, an HPC queue
   via dask-jobqueue, Kubernetes). Its workers must be able to import tinyunits
   and the trial function's module (start them from a checkout, with the
-  checkout on PYTHONPATH).
+  checkout on PYTHONPATH), and give the same numbers as ours when started with
+  OMP_NUM_THREADS=1 (a BLAS on several threads sums in another order).
 
 Dask is optional: ``pip install -e ".[cluster]"``. A trial function must live in
 an importable module (the lessons' live in lessons/trials/): Dask starts its
