@@ -54,7 +54,12 @@ def board_accuracy(model, x, y):
 
 
 def train_board(model, steps, lr, data, seed=0):
-    """The paper's recipe (Table 5); returns the last step's loss."""
+    """The paper's recipe (Table 5); returns the last step's loss.
+
+    A diverged run stops early, with the result it would have had: once the
+    output layer's bias is all NaN, every later output is NaN (NaN + anything),
+    so every later gradient step keeps it NaN and the last loss is NaN too.
+    """
     x, y = data
     opt = optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     milestones = {round(steps * f) for f in (0.5, 0.7, 0.9)}
@@ -68,6 +73,8 @@ def train_board(model, steps, lr, data, seed=0):
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if not math.isfinite(loss.item()) and np.isnan(tu.backend.to_host(model[-1].bias.data)).all():
+            return math.nan
     return loss.item()
 
 
