@@ -96,6 +96,7 @@ def trial_key(settings) -> str:
 
 
 def _encode(value, where):
+    """A result value as plain JSON (see the module docstring); `where` names it in errors."""
     np = backend.host_module()
     if backend.is_array(value):
         value = backend.to_host(value)
@@ -130,12 +131,14 @@ def _decode_object(obj):
 
 
 def encode_result(result) -> str:
+    """A trial's result dict as the JSON text the store keeps."""
     if not isinstance(result, dict):
         raise TypeError(f"sweep.run: a trial function must return a dict, got {type(result).__name__}")
     return json.dumps(_encode(result, "the trial's result"), allow_nan=False)
 
 
 def decode_result(text):
+    """The stored JSON text back as a result dict, arrays and non-finite floats restored."""
     return None if text is None else json.loads(text, object_hook=_decode_object)
 
 
