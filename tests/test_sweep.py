@@ -63,6 +63,13 @@ def tiny_trial(settings):
             "steps": 5, "worse": losses[-1] > losses[0], "nan": float("nan")}
 
 
+def environment_trial(settings):
+    """What a worker's environment says about BLAS threads and malloc trimming."""
+    _log_start(settings)
+    return {v: os.environ.get(v, "unset") for v in
+            ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_")}
+
+
 def failing_trial(settings):
     """Seed 2 always raises; seed 3 raises on its first attempt only."""
     _log_start(settings)
@@ -265,17 +272,21 @@ def test_a_script_that_starts_workers_is_not_rerun_by_them(tmp_path):
         import test_sweep
 
         # %%
-        results = sweep.run("tiny", test_sweep.tiny_trial, {trials!r},
+        results = sweep.run("env", test_sweep.environment_trial, {trials!r},
                             store={str(tmp_path / "s.sqlite")!r}, workers=2)
-        print("losses", [r["loss"] for r in results])
+        print(results)
     """))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_")}  # not inherited, set
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     assert ran.read_text() == "ran\n"  # once: in the driver, not in either worker
     assert starts(log) == {0: 1, 1: 1, 2: 1, 3: 1}
-    serial = sweep.run("tiny", tiny_trial, trials, store=str(tmp_path / "serial.sqlite"))
-    assert f"losses {[r['loss'] for r in serial]}" in out.stdout
+    # each worker runs BLAS on one thread, and glibc keeps its freed memory for the next step
+    pinned = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+              "MALLOC_TRIM_THRESHOLD_": "unset"}
+    assert out.stdout.strip() == repr([pinned] * 4)
 
 
 # --------------------------------------------------------------------------- the lessons' tables

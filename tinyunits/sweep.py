@@ -238,8 +238,11 @@ def _dask(fn, todo, report, workers, scheduler):
     with contextlib.ExitStack() as stack:
         if scheduler is None:
             stack.enter_context(_script_hidden())
-            stack.enter_context(dask.config.set({"distributed.nanny.pre-spawn-environ": {
-                **dask.config.get("distributed.nanny.pre-spawn-environ", {}), **BLAS_THREADS}}))
+            # Only these: Dask's default also sets MALLOC_TRIM_THRESHOLD_=65536, which
+            # hands freed memory back to the OS at once, so every step pays page
+            # faults again (lesson 5's random trials ran twice as slow with it).
+            stack.enter_context(dask.config.set(
+                {"distributed.nanny.pre-spawn-environ": BLAS_THREADS}))
             cluster = stack.enter_context(LocalCluster(
                 n_workers=workers, threads_per_worker=1, processes=True,
                 dashboard_address=":0", silence_logs=40))
