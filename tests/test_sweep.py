@@ -303,13 +303,19 @@ def test_lesson_tables_are_built_from_the_store(tmp_path, monkeypatch):
     sweep.run(hannet.SWEEP, stored_settings, [
         dict(net="hannet", lr=0.05, seed=i, steps=10,
              result=dict(test_acc=a, diverged=a < 0.6)) for i, a in enumerate(accs)]
-        + [dict(net="fcnet", lr=0.25, seed=0, steps=10, result=dict(test_acc=0.5, diverged=True))],
+        + [dict(net="fcnet", lr=0.25, seed=0, steps=10, result=dict(test_acc=0.5, diverged=True))]
+        + [dict(net="hannet", lr=0.1, seed=i, steps=10, result=dict(test_acc=a, diverged=False))
+           for i, a in enumerate([0.95, 0.6, 0.8])],  # seed 3 lacks lr 0.1: not in "best"
         store=store)
     lines = hannet.table(store).splitlines()
     assert lines[0].split() == ["net", "lr", "steps", "n", "mean", "median", "min", "max",
                                 "diverged"]
     assert lines[1].split() == ["fcnet", "0.25", "10", "1", "50.0%", "50.0%", "50.0%", "50.0%", "1"]
     assert lines[2].split() == ["hannet", "0.05", "10", "4", "77.5%", "80.0%", "50.0%", "100.0%", "1"]
+    assert lines[3].split()[:4] == ["hannet", "0.1", "10", "3"]
+    # each seed's best lr: 0.95, 0.6 (a diverged 0.5 at lr 0.05 loses to it), 1.0
+    assert lines[4].split() == ["hannet", "best", "10", "3", "85.0%", "95.0%", "60.0%", "100.0%", "0"]
+    assert len(lines) == 5  # fcnet has one lr: no best row
     sweep.run(focusing.SWEEP, stored_settings, [
         dict(trial=i, result=dict(noisy=i < 3, focus=f, dense=d))
         for i, (f, d) in enumerate([(0.9, 0.8), (0.7, 0.8), (1.0, 0.6), (0.5, 0.6)])], store=store)
