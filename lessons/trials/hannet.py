@@ -121,7 +121,8 @@ def table(store):
 
     -> lines of text: net, lr, n, mean, median, min, max test accuracy, diverged
     count; then per net, "best" rows: each seed's best accuracy over the lrs (as
-    the paper reports the best of its lr sweep), over the seeds that have every lr.
+    the paper reports the best of its lr sweep), over the seeds that have every
+    lr the store holds for that net (a sweep cut short: only the lrs it finished).
     """
     from tinyunits import sweep
     groups, by_seed = {}, {}
