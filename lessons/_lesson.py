@@ -81,7 +81,8 @@ def out(name: str) -> str:
 
 
 class Results(list):
-    """Rows (what, reference, ours, holds) for the closing table; show() prints it."""
+    """Rows (what, reference, ours, holds) for the closing table; show() prints it.
+    holds=None marks a number shown for comparison with no claim attached ("-")."""
 
     def __init__(self, reference: str = "paper", verdict: str = "reproduced"):
         super().__init__()
@@ -94,7 +95,7 @@ class Results(list):
         line = lambda r: "".join(f"{v:<{w}}" for v, w in zip(r, widths))  # noqa: E731
         print("\n" + line(head) + self.verdict)
         for row, (*_, ok) in zip(rows, self):
-            print(line(row) + ("yes" if ok else "NO"))
+            print(line(row) + ("-" if ok is None else "yes" if ok else "NO"))
         print(f"mode {MODE}; wall time {elapsed():.0f} s; figures in {OUT}")
 
 
