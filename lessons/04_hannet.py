@@ -146,7 +146,7 @@ for row, (kind, depths) in zip(axes, LANDSCAPE_ROWS):
 fig.suptitle("||F_L(x)||^2 on [-1,1]^2 for one random draw (paper Figure 1)")
 figure(fig, "landscapes.png")
 
-print(f"landscapes: (max - min) / max of ||F_L||^2; near 0 = collapsed to a constant")
+print("landscapes: (max - min) / max of ||F_L||^2; near 0 = collapsed to a constant")
 print("        " + " ".join(f"{'L=' + str(L):>9}" for L in [2, 10, 20, 40, 60]))
 for kind, depths in LANDSCAPE_ROWS:
     print(f"{kind:>7} " + " ".join(f"{flatness(landscapes[kind, L][0]):9.1e}" for L in depths)
@@ -346,7 +346,7 @@ results.append(("Prop. 1: HanNet G_L orthogonal", "exactly, any L",
 
 # %%
 n_draws = 20_000 if SIZE == "tiny" else 400_000
-print(f"Prop. 3: P(|phi(u) - phi(v)| = |u - v|), simulated vs eq. (17)")
+print("Prop. 3: P(|phi(u) - phi(v)| = |u - v|), simulated vs eq. (17)")
 worst = 0.0
 for p in (0.5, 0.25):
     for dim in (1, 2, 4):
