@@ -17,7 +17,7 @@
 # the notebook `notebooks/00_engine.ipynb` (`make notebooks`).
 
 # %%
-from _lesson import Results, figure, host, out, setup  # checkout, threads, figures, table
+from _lesson import TEST_KEYS, Results, as_test, figure, host, out, setup
 
 import numpy as np
 
@@ -205,8 +205,7 @@ def train(model):
     history = fit(model, nn.functional.cross_entropy, opt, (x_train, y_train),
                   val_data=(x_test, y_test), epochs=epochs, batch_size=64, metric=accuracy,
                   scheduler=optim.StepLR(opt, step_size=max(epochs // 3, 1), gamma=0.3))
-    return {"train loss": history["train_loss"], "test loss": history["val_loss"],
-            "test accuracy": history["val_metric"]}, evaluate(model, x_test, y_test)[1]
+    return as_test(history), evaluate(model, x_test, y_test)[1]
 
 
 line, line_acc = train(nn.Linear(2, 2))
@@ -217,7 +216,7 @@ print(f"test accuracy: line {100 * line_acc:.1f} %, MLP {100 * mlp_acc:.1f} % "
 figure(plot.decision_regions(mlp, x_test, y_test, out("spirals_regions.png"),
                              title=f"MLP on spirals, test accuracy {100 * mlp_acc:.1f} %"))
 figure(plot.learning_curves({"line": line, "MLP": curves}, out("spirals_curves.png"),
-                            keys=("train loss", "test loss", "test accuracy")))
+                            keys=TEST_KEYS))
 results.append(("a line on the spirals, test accuracy", "chance, ~50 %",
                 f"{100 * line_acc:.1f} %", line_acc < 0.6 or SIZE == "tiny"))
 results.append(("MLP on the spirals, test accuracy", ">= 97 %", f"{100 * mlp_acc:.1f} %",

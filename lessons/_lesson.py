@@ -80,9 +80,20 @@ def out(name: str) -> str:
     return os.path.join(OUT, name)
 
 
+def as_test(history) -> dict:
+    """A History whose "val" data was the test set, with its curves named truthfully
+    (plot with keys=TEST_KEYS)."""
+    return {"train loss": history["train_loss"], "test loss": history["val_loss"],
+            "test accuracy": history["val_metric"]}
+
+
+TEST_KEYS = ("train loss", "test loss", "test accuracy")
+
+
 class Results(list):
     """Rows (what, reference, ours, holds) for the closing table; show() prints it.
-    holds=None marks a number shown for comparison with no claim attached ("-")."""
+    holds=None marks a number shown for comparison with no claim attached ("-"); a string
+    (e.g. "partly") is printed as it is."""
 
     def __init__(self, reference: str = "paper", verdict: str = "reproduced"):
         super().__init__()
@@ -95,7 +106,8 @@ class Results(list):
         line = lambda r: "".join(f"{v:<{w}}" for v, w in zip(r, widths))  # noqa: E731
         print("\n" + line(head) + self.verdict)
         for row, (*_, ok) in zip(rows, self):
-            print(line(row) + ("-" if ok is None else "yes" if ok else "NO"))
+            print(line(row) + (ok if isinstance(ok, str) else "-" if ok is None
+                               else "yes" if ok else "NO"))
         print(f"mode {MODE}; wall time {elapsed():.0f} s; figures in {OUT}")
 
 
