@@ -707,5 +707,6 @@ results.append(("Tab. 2: MLP-Mixer (k) + Han-Mixer after it", "better than MLP-M
 print(f"two Han-Mixer blocks: {han_params} parameters, one MLP-Mixer block: {mlp_params} "
       f"({mlp_params / han_params:.0f} times as many); test accuracy over the stem alone "
       f"({mixer_rows['stem only'][1]:.1%}): Han-Mixer {han_gain:+.1%}, MLP-Mixer "
-      f"{mixer_rows['+ MLP-Mixer (1)'][1] - mixer_rows['stem only'][1]:+.1%}, both {both - mixer_rows['stem only'][1]:+.1%}")
+      f"{mixer_rows['+ MLP-Mixer (1)'][1] - mixer_rows['stem only'][1]:+.1%}, "
+      f"both {both - mixer_rows['stem only'][1]:+.1%}")
 results.show()

@@ -22,9 +22,9 @@ SETUP_NOTE = (
     "`notebooks/`, or the environment variable `TINYUNITS_ROOT` (in Colab, the path of "
     "your clone: `%env TINYUNITS_ROOT=/content/drive/MyDrive/tinyunits`). Choose the size of the run with "
     "`%env TINYUNITS_LESSON_MODE=tiny` (seconds), `quick` (the default) or `full`.")
-SETUP_CODE = (
-    "import os, sys\n"
-    "sys.path.insert(0, os.path.join(os.environ.get(\"TINYUNITS_ROOT\", os.pardir), \"lessons\"))")
+SETUP_CODE = """import os, sys
+root = os.environ.get("TINYUNITS_ROOT", os.pardir)
+sys.path.insert(0, os.path.join(root, "lessons"))"""
 
 
 def lessons():
