@@ -335,9 +335,10 @@ results.append(("Prop. 1: HanNet G_L orthogonal", "exactly, any L",
 # What to read in the figure: on the right, ReLU's C-matrix falls orders of
 # magnitude faster than ABS's, as the paper finds, and the HanNet's C-matrix barely
 # moves while its G-matrix is orthogonal to rounding error at every depth
-# (Proposition 1). On the left, our draws do *not* show the paper's two-orders gap
-# between C and G for ReLU: C and G decay together. The gap depends on the pair
-# (x, xbar) and on the draw (the paper shows one); we report the median over several.
+# (Proposition 1). On the left, look for the paper's two-orders gap between C and
+# G for ReLU; the table's "Fig. 6 left" row says whether this run's draws show it.
+# The gap depends on the pair (x, xbar) and on the draw (the paper shows one); we
+# report the median over several.
 #
 # Why ReLU contracts harder (Proposition 3): for i.i.d. u, v with P(u_i >= 0) = p,
 # ReLU keeps the distance |u_i - v_i| only when both are >= 0 (probability p^2),
