@@ -95,7 +95,7 @@ def backprop(L):
             continue                                     # a leaf: its gradient is final
         g = grads[id(t)]
         for x, gx in zip(t.creator.inputs, t.creator.backward(g)):
-            grads[id(x)] = grads.get(id(x), 0) + gx      # add, never overwrite (section 3)
+            grads[id(x)] = grads.get(id(x), 0) + gx      # add: x may feed several nodes
     return grads
 
 
