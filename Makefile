@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install tour test test-numpy test-strict gradcheck lessons figures bench clean student grade
+.PHONY: install tour test test-numpy test-strict gradcheck lessons figures notebooks bench clean student grade
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,9 +33,13 @@ gradcheck: install
 
 # Every lesson in --quick mode (each under 5 minutes on 2 cores); figures land in figures/.
 lessons: install
-	for lesson in lessons/*.py; do echo "== $$lesson"; $(PY) $$lesson --quick || exit 1; done
+	for lesson in lessons/[0-9]*.py; do echo "== $$lesson"; $(PY) $$lesson --quick || exit 1; done
 
 figures: lessons
+
+# One notebook per lesson in notebooks/ (jupytext, outputs cleared; generated, so git-ignored).
+notebooks: install
+	$(PY) lessons/_notebooks.py notebooks
 
 # Benchmarks against PyTorch when it is installed (pip install torch==2.13.0).
 bench: install
@@ -51,5 +55,5 @@ grade: install
 	$(PY) -m tinyunits.course grade $(DIR)
 
 clean:
-	rm -rf $(VENV) figures checkpoints build *.egg-info
+	rm -rf $(VENV) figures notebooks checkpoints build *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

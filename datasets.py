@@ -963,11 +963,12 @@ def two_moons(n=200, noise=0.1, seed=0):
     return _noisy_shuffled(x, y, noise, seed)
 
 
-def spirals(n=300, n_classes=2, noise=0.1, seed=0):
+def spirals(n=300, n_classes=2, noise=0.1, seed=0, spin=4.0):
     """Interleaved spiral arms, one per class: X float32 (n, 2), y int64 (n,).
 
     Class c has n // n_classes points (the first n % n_classes classes one more) at
-    radius r evenly spaced in [0, 1] and angle 4 r + 2 pi c / n_classes, i.e.
+    radius r evenly spaced in [0, 1] and angle spin r + 2 pi c / n_classes (an arm
+    turns spin / 2 pi times from centre to rim), i.e.
     (r sin a, r cos a); Gaussian noise of standard deviation ``noise`` is added,
     rows are shuffled; all randomness from ``numpy.random.default_rng(seed)``.
     """
@@ -977,7 +978,7 @@ def spirals(n=300, n_classes=2, noise=0.1, seed=0):
     counts = [n // n_classes + (c < n % n_classes) for c in range(n_classes)]
     radius = np.concatenate([np.linspace(0, 1, m) for m in counts])
     y = np.repeat(np.arange(n_classes, dtype=np.int64), counts)
-    angle = 4 * radius + 2 * np.pi * y / n_classes
+    angle = spin * radius + 2 * np.pi * y / n_classes
     return _noisy_shuffled(radius[:, None] * np.stack([np.sin(angle), np.cos(angle)], axis=1),
                            y, noise, seed)
 

@@ -1,147 +1,230 @@
 # %% [markdown]
-# # Lesson 0: the engine
+# # Lesson 0: the engine, built in front of you
 #
 # Every unit in tinyunits is a *Function*: a forward pass on arrays, and a
 # backward pass written by hand that turns the gradient of the output into
-# gradients of the inputs. This lesson builds the idea up in five steps:
+# gradients of the inputs. This lesson builds that machinery step by step
+# (as DeZero's steps and micrograd do), then checks it and trains with it:
 #
-# 1. a computation is a graph of Functions;
-# 2. its backward pass is the chain rule, node by node, newest first;
-# 3. a numerical check (central differences) tells us whether a backward is right;
-# 4. broadcasting in the forward pass means summing in the backward pass;
-# 5. with those pieces a small network learns a 2-D problem.
+# 1. a Function with a forward and a backward: multiplication;
+# 2. calls make a graph; walking it newest-first is the chain rule;
+# 3. a value used twice (`d * d`) gets the *sum* of its gradients;
+# 4. broadcasting in the forward pass is a sum in the backward pass (`sum_to`);
+# 5. the numerical check: gradcheck catches a wrong backward;
+# 6. a small network learns two spirals that no line can split.
 #
-# Run it as a script (`python lessons/00_engine.py`) or open it as a notebook.
+# Run it as a script (`python lessons/00_engine.py [--tiny|--quick|--full]`) or as
+# the notebook `notebooks/00_engine.ipynb` (`make notebooks`).
 
 # %%
-import os
-import time
+from _lesson import TEST_KEYS, Results, as_test, figure, host, out, setup
 
-from _lesson import setup  # puts the checkout on sys.path
-
-import numpy as np  # host-side data and printing
+import numpy as np
 
 import datasets
 import tinyunits as tu
 from tinyunits import nn, optim, plot
+from tinyunits.tensor import sum_to as engine_sum_to
 from tinyunits.train import accuracy, evaluate, fit
 
-args, SIZE = setup("00_engine", "Lesson 0: the engine",
-                   full="more data and epochs")
+args, SIZE = setup("00_engine", "Lesson 0: the engine", full="more data and epochs")
 tu.manual_seed(0)
-results = []  # (what, expected, ours, reproduced?) for the closing table
+results = Results("expected", "holds")
 
 # %% [markdown]
-# ## 1. A computation is a graph
+# ## 1. A Function: forward and backward
 #
-# Every operator on tensors calls a Function, which computes its output and
-# remembers its inputs. Here L = (a b + c)^2 with a = 2, b = -3, c = 10.
+# A Function computes its output from arrays in `forward` and keeps what it will
+# need later. Its `backward` receives g = dL/dy, the gradient of some final loss L
+# with respect to its output, and returns one gradient per input by the chain
+# rule. For y = a b: dL/da = g b and dL/db = g a.
 
 # %%
+class Mul(tu.Function):
+    def forward(self, a, b):
+        self.a, self.b = a, b          # backward needs both
+        return a * b
+
+    def backward(self, g):
+        return g * self.b, g * self.a  # dL/da = g b,  dL/db = g a
+
+
 a = tu.tensor(2.0, requires_grad=True, dtype="float64")
 b = tu.tensor(-3.0, requires_grad=True, dtype="float64")
+e = Mul()(a, b)
+print(f"e = a*b = {e.item()}, made by {type(e.creator).__name__} from a and b: {e.creator.inputs}")
+
+# %% [markdown]
+# Calling a Function on tensors does two things: it runs `forward` on their
+# arrays, and it links the output to the node that made it (`e.creator`), which
+# remembers its inputs. Every operator (`+`, `*`, `@`, ...) is such a Function, so
+# a computation leaves a graph behind. Here L = (a b + c)^2 with c = 10.
+
+# %%
 c = tu.tensor(10.0, requires_grad=True, dtype="float64")
-e = a * b
 d = e + c
-L = d * d
+L = Mul()(d, d)
 for name, t in (("e = a*b", e), ("d = e+c", d), ("L = d*d", L)):
     print(f"{name:10s} value {t.item():7.2f}   made by {type(t.creator).__name__}")
 
 # %% [markdown]
-# ## 2. Backward by hand, then by the engine
+# ## 2. The backward walk
 #
-# The chain rule, from L back to the leaves:
-# dL/dd = 2d, dd/de = dd/dc = 1, de/da = b, de/db = a.
+# To get dL/dx for every leaf x, start at L with dL/dL = 1 and visit the nodes
+# newest first, so that a node's output gradient is complete before its backward
+# runs. "Newest first" is the reverse of a topological order: an order in which
+# every tensor comes after all of its inputs. A depth-first search gives one.
 
 # %%
-dL_dd = 2 * d.item()
-by_hand = {"a": dL_dd * b.item(), "b": dL_dd * a.item(), "c": dL_dd}
-L.backward()
-by_engine = {"a": a.grad.item(), "b": b.grad.item(), "c": c.grad.item()}
-for k in by_hand:
-    print(f"dL/d{k}: by hand {by_hand[k]:7.2f}   by engine {by_engine[k]:7.2f}")
-results.append(("backward = chain rule by hand", "equal", "equal" if by_hand == by_engine
-                else "differ", by_hand == by_engine))
+def topological_order(t, order=None, seen=None):
+    order, seen = ([], set()) if order is None else (order, seen)
+    if id(t) not in seen:
+        seen.add(id(t))
+        for x in (t.creator.inputs if t.creator else ()):
+            topological_order(x, order, seen)
+        order.append(t)
+    return order
+
+
+def backprop(L):
+    """dL/dx for every leaf x of L's graph, as {id(x): gradient}."""
+    grads = {id(L): L.data ** 0}                         # dL/dL = 1, on L's device
+    for t in reversed(topological_order(L)):
+        if t.creator is None:
+            continue                                     # a leaf: its gradient is final
+        g = grads[id(t)]
+        for x, gx in zip(t.creator.inputs, t.creator.backward(g)):
+            grads[id(x)] = grads.get(id(x), 0) + gx      # add: x may feed several nodes
+    return grads
+
+
+ours = backprop(L)
+print("walk order:", " -> ".join(f"{t.item():g}" for t in reversed(topological_order(L))))
+L.backward()  # the engine's own walk (tinyunits/tensor.py) does the same
+for name, x in (("a", a), ("b", b), ("c", c)):
+    print(f"dL/d{name}: our walk {ours[id(x)].item():7.2f}   engine {x.grad.item():7.2f}")
+same = all(ours[id(x)].item() == x.grad.item() for x in (a, b, c))
+results.append(("our walk gives the engine's gradients", True, same, same))
 
 # %% [markdown]
-# ## 3. The numerical check
+# ## 3. A value used twice: gradients add
 #
-# A derivative is a limit of difference quotients. The central difference
-# (f(x + h) - f(x - h)) / 2h has error O(h^2), so in float64 it agrees with a
-# correct backward to about 1e-10. `tu.gradcheck` does this for every element of
-# every input; here first one element by hand, then a whole op.
+# `d * d` uses d twice, so two paths lead from the product back to d. Mul's
+# backward returns one gradient per input, g d for the first and g d for the
+# second, and both inputs are d: the walk must add them, giving 2d. A walk that
+# overwrote instead (`grads[id(x)] = gx`) would keep one path and give d.
 
 # %%
-def loss_at(a_value):
-    return ((a_value * b.item() + c.item()) ** 2)
-
-
-h = 1e-6
-numeric = (loss_at(2.0 + h) - loss_at(2.0 - h)) / (2 * h)
-print(f"dL/da numeric {numeric:.8f}  analytic {by_engine['a']:.8f}")
-
-x0 = np.random.default_rng(0).normal(size=(4, 3))
-W0 = np.random.default_rng(1).normal(size=(3, 5))
-report = tu.gradcheck(lambda x, W: tu.ops.tanh(x @ W), [x0, W0])
-print(report)
-worst = max(r.max_rel for r in report.rows)
-results.append(("gradcheck tanh(x @ W), max rel err", "< 1e-6", f"{worst:.1e}", report.ok))
+d = tu.tensor(4.0, requires_grad=True, dtype="float64")
+square = Mul()
+paths = square.backward(square(d, d).data ** 0)  # g = 1 into both of Mul's inputs
+total = backprop(square(d, d))[id(d)].item()
+print(f"d = {d.item()}: the paths give {paths[0].item()} and {paths[1].item()}; "
+      f"the walk adds them: {total}")
+results.append(("d*d: the two paths add up to 2d", 2 * d.item(), total, total == 2 * d.item()))
 
 # %% [markdown]
 # ## 4. Broadcasting forward means summing backward
 #
-# Adding a bias of shape (3,) to a batch of shape (4, 3) copies the bias to
-# every row. Each copy passes the gradient back, so the bias receives the *sum*
-# over the batch. The engine does this in one place (`tensor.sum_to`), for every op.
+# Adding a bias of shape (3,) to a batch of shape (4, 3) copies the bias into
+# every row. Each copy passes its gradient back, so the bias receives the *sum*
+# over the rows. A Function's backward may return its gradient in the broadcast
+# shape; the walk then sums it down to the input's shape, in one place for every
+# op. That is `sum_to`:
 
 # %%
+def sum_to(g, shape):
+    lead = g.ndim - len(shape)                     # axes broadcasting added in front
+    g = g.sum(axis=tuple(range(lead)))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return g.sum(axis=stretched, keepdims=True)    # axes stretched from length 1
+
+
+g = np.arange(12.0).reshape(4, 3)
+for shape in ((3,), (4, 1)):
+    print(f"sum_to((4, 3) -> {shape}): ours {sum_to(g, shape).ravel()}, "
+          f"engine {host(engine_sum_to(g, shape)).ravel()}")
+
 xb = tu.tensor(np.ones((4, 3)), requires_grad=True)
 bias = tu.tensor(np.zeros(3), requires_grad=True)
 (xb + bias).sum().backward()
-print("bias.grad =", bias.grad, " (4 rows each gave 1)")
-results.append(("bias gradient sums over the batch", "[4 4 4]",
-                str(tu.backend.to_host(bias.grad)), bool((bias.numpy() == 0).all()
-                                                          and (tu.backend.to_host(bias.grad) == 4).all())))
+grad = host(bias.grad)
+results.append(("bias gradient sums over the 4 rows", "[4. 4. 4.]", grad, bool((grad == 4).all())))
 
 # %% [markdown]
-# ## 5. A small network learns two spirals
+# ## 5. The numerical check catches a wrong backward
 #
-# Two interleaved spiral arms cannot be split by a line. A multilayer perceptron
-# 2 -> 64 -> 64 -> 2 with tanh units, trained with Adam on cross-entropy, bends
-# its decision boundary around them. (`fit` runs the loop: forward, loss,
-# backward, optimiser step, per mini-batch.)
+# A derivative is a limit of difference quotients. The central difference
+# (f(x + h) - f(x - h)) / 2h has error O(h^2), so in float64 it agrees with a
+# correct backward to about 1e-10. `tu.gradcheck` perturbs every element of every
+# input this way and compares. We plant a mistake, a backward that returns g b
+# for *both* inputs, and let the check find it.
+
+# %%
+class WrongMul(Mul):
+    def backward(self, g):
+        return g * self.b, g * self.b  # wrong: dL/db should be g a
+
+
+a0 = np.random.default_rng(0).normal(size=(4, 3))
+b0 = np.random.default_rng(1).normal(size=(4, 3))
+right = tu.gradcheck(lambda a, b: Mul()(a, b), [a0, b0])
+wrong = tu.gradcheck(lambda a, b: WrongMul()(a, b), [a0, b0])
+print("Mul:\n", right, "\nWrongMul:\n", wrong, sep="")
+results.append(("gradcheck passes Mul", True, right.ok, right.ok))
+results.append(("gradcheck passes the planted WrongMul", False, wrong.ok, not wrong.ok))
+
+# %% [markdown]
+# **Your turn.** The exercises `engine_mul`, `engine_div`, `engine_sigmoid`,
+# `engine_sum_to`, `engine_matmul` and `engine_softmax_ce` ask you to write these
+# backwards yourself. Make a student copy with
+# `python -m tinyunits.course student DIR`, fill in the stubs, and grade one with
+# `python -m tinyunits.course grade DIR --only engine_div` (gradcheck is the grader).
+#
+# ## 6. Two spirals: no line splits them, a small network does
+#
+# Two interleaved spiral arms, each turning once around the centre. A linear
+# classifier (logistic regression: one `nn.Linear(2, 2)` and cross-entropy) can
+# only draw a straight boundary. A multilayer perceptron 2 -> 64 -> 64 -> 2 with
+# tanh units, trained the same way, can bend its boundary around the arms. `fit`
+# runs the loop: forward, loss, backward (the walk above), Adam step, per batch.
+# Both are scored on held-out *test* points they never trained on.
 
 # %%
 n, epochs = {"tiny": (300, 3), "quick": (2000, 60), "full": (6000, 150)}[SIZE]
-X, y = datasets.spirals(n=n, noise=0.05, seed=0)
+X, y = datasets.spirals(n=n, noise=0.05, seed=0, spin=2 * np.pi)
 x_train, y_train, x_test, y_test = datasets.train_val_split(X, y, val_fraction=0.25, seed=0)
 
-model = nn.Sequential(nn.Linear(2, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 2))
-opt = optim.Adam(model.parameters(), lr=1e-2)
-sched = optim.StepLR(opt, step_size=max(epochs // 3, 1), gamma=0.3)
-start = time.perf_counter()
-history = fit(model, nn.functional.cross_entropy, opt, (x_train, y_train),
-              val_data=(x_test, y_test), epochs=epochs, batch_size=64, scheduler=sched,
-              metric=accuracy)
-seconds = time.perf_counter() - start
-_, test_acc = evaluate(model, x_test, y_test)
-print(f"{model.num_parameters()} parameters, {epochs} epochs in {seconds:.1f} s: "
-      f"test accuracy {100 * test_acc:.1f} %")
-plot.decision_regions(model, x_test, y_test, os.path.join(args.out, "spirals_regions.png"),
-                      title=f"spirals, test accuracy {100 * test_acc:.1f} %")
-plot.learning_curves({"MLP": history}, os.path.join(args.out, "spirals_curves.png"))
-target = 0.97
-results.append(("MLP on two spirals, test accuracy", f">= {100 * target:.0f} %",
-                f"{100 * test_acc:.1f} %", test_acc >= target or SIZE == "tiny"))
+
+def train(model):
+    opt = optim.Adam(model.parameters(), lr=1e-2)
+    history = fit(model, nn.functional.cross_entropy, opt, (x_train, y_train),
+                  val_data=(x_test, y_test), epochs=epochs, batch_size=64, metric=accuracy,
+                  scheduler=optim.StepLR(opt, step_size=max(epochs // 3, 1), gamma=0.3))
+    return as_test(history), evaluate(model, x_test, y_test)[1]
+
+
+line, line_acc = train(nn.Linear(2, 2))
+mlp = nn.Sequential(nn.Linear(2, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 2))
+curves, mlp_acc = train(mlp)
+print(f"test accuracy: line {100 * line_acc:.1f} %, MLP {100 * mlp_acc:.1f} % "
+      f"({mlp.num_parameters()} parameters, {epochs} epochs)")
+figure(plot.decision_regions(mlp, x_test, y_test, out("spirals_regions.png"),
+                             title=f"MLP on spirals, test accuracy {100 * mlp_acc:.1f} %"))
+figure(plot.learning_curves({"line": line, "MLP": curves}, out("spirals_curves.png"), TEST_KEYS))
+results.append(("a line on the spirals, test accuracy", "chance, ~50 %",
+                f"{100 * line_acc:.1f} %", line_acc < 0.6 or SIZE == "tiny"))
+results.append(("MLP on the spirals, test accuracy", ">= 97 %", f"{100 * mlp_acc:.1f} %",
+                mlp_acc >= 0.97 or SIZE == "tiny"))
 
 # %% [markdown]
+# In the regions figure the boundary winds between the arms; in the curves the
+# line's test accuracy stays near chance in every epoch while the MLP's climbs.
+#
 # ## What we checked
 #
 # The engine has no paper of its own, so the table holds this lesson's claims.
 # (In --tiny mode the network trains for only a few epochs; its accuracy is not a claim.)
 
 # %%
-print(f"\n{'claim':<40}{'expected':>12}{'ours':>16}  holds")
-for what, expected, ours, ok in results:
-    print(f"{what:<40}{expected:>12}{ours:>16}  {'yes' if ok else 'NO'}")
-print(f"figures in {args.out}")
+results.show()

@@ -1,8 +1,9 @@
 # %% [markdown]
 # # Lesson 1: DAC, moving the activation onto the connection
 #
-# Paper: "Increasing biases can be more efficient than increasing weights"
-# (Metta et al.; ../papers/dac_unshared_biases.md). Code: tinyunits/units/dac.py.
+# Paper: "Increasing biases can be more efficient than increasing weights" (Metta
+# et al.); our account of it, with the equations, settings and what we settled:
+# [docs/papers/dac.md](../docs/papers/dac.md). Code: tinyunits/units/dac.py.
 #
 # A standard unit (eq. 1) sums its inputs, adds *one* bias and activates:
 #
@@ -31,33 +32,22 @@
 
 # %%
 import math
-import os
-import time
 
-# One BLAS thread: on a shared 2-core machine OpenBLAS's threads wait on each other
-# (we measured a 16-channel conv step at 1.9 s with threads, 0.07 s without).
-# Must be set before numpy is first imported; an explicit setting wins.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+from _lesson import Results, figure, host, out, setup  # checkout, one BLAS thread, figures
 
-from _lesson import host, setup  # noqa: E402  (puts the checkout on sys.path)
+import matplotlib.pyplot as plt
+import numpy as np  # host-side data, reference loops and printing
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402  (host-side data, reference loops and printing)
-
-import datasets  # noqa: E402
-import tinyunits as tu  # noqa: E402
-from tinyunits import backend, nn, optim, plot  # noqa: E402
-from tinyunits.train import accuracy, evaluate, fit  # noqa: E402
-from tinyunits.units.dac import section4_counts  # noqa: E402
+import datasets
+import tinyunits as tu
+from tinyunits import backend, nn, optim, plot
+from tinyunits.train import accuracy, evaluate, fit
+from tinyunits.units.dac import section4_counts
 
 args, SIZE = setup("01_dac", "Lesson 1: DAC units (pre-activation with unshared biases)",
                    full="the paper's settings (hours)")
 tu.manual_seed(0)
-START = time.perf_counter()
-results = []  # (result, paper, ours, reproduced?) for the closing table
+results = Results("paper")
 
 
 def set_param(p, value):
@@ -194,9 +184,7 @@ for ax, (P, title) in zip(axes, stages):
 axes[3].scatter(out7a, np.zeros(3), c=["white" if t == 0 else "black" for t in y7a], edgecolors="k", s=60)
 axes[3].axvline(1, color="blue")
 axes[3].set_title("(iv) w . ReLU(...), threshold 1")
-fig.tight_layout()
-fig.savefig(os.path.join(args.out, "figure7a_hand.png"), dpi=110)
-plt.close(fig)
+figure(fig, "figure7a_hand.png")
 
 # %% [markdown]
 # Now learned: one DAC unit followed by a scalar threshold (a Linear(1, 1)), and a
@@ -244,9 +232,7 @@ ax.set_xlabel("t, the point (t, t)")
 ax.set_ylabel("output")
 ax.set_title("Figure 7a learned: one unit on the three collinear points")
 ax.legend(fontsize=7)
-fig.tight_layout()
-fig.savefig(os.path.join(args.out, "figure7a_learned.png"), dpi=110)
-plt.close(fig)
+figure(fig, "figure7a_learned.png")
 results.append(("Fig 7a: 1 DAC unit separates 3 collinear pts", "yes (hand-set)",
                 f"hand {'yes' if hand_ok else 'no'}; learned {dac_wins}/{SEEDS_7}", hand_ok and dac_wins > 0))
 results.append(("Fig 7a: a standard unit cannot", "cannot", f"learned {std_wins}/{SEEDS_7}", std_wins == 0))
@@ -294,8 +280,8 @@ print(f"7b learned, best training accuracy (starts reaching 100 %) over {SEEDS_7
       f"({wins_std2}), standard 4 units {100 * acc_std4:.1f} % ({wins_std4}); "
       f"all-green guess {100 * (1 - y7b.mean()):.1f} %")
 for name, model in (("dac2", model_dac), ("standard2", model_std2), ("standard4", model_std4)):
-    plot.decision_regions(model, X7b, y7b, os.path.join(args.out, f"figure7b_{name}.png"),
-                          title=f"Figure 7b learned: {name}")
+    figure(plot.decision_regions(model, X7b, y7b, out(f"figure7b_{name}.png"),
+                                 title=f"Figure 7b learned: {name}"))
 results.append(("Fig 7b: 2 DAC units separate the square", "yes (hand-set)",
                 f"hand {'yes' if hand_b_ok else 'no'}; learned {wins_dac}/{SEEDS_7}",
                 hand_b_ok and acc_dac == 1.0))
@@ -307,7 +293,12 @@ results.append(("Fig 7b: 2 standard units cannot, 4 can", "cannot / can",
 #
 # One DAC unit with its input x replicated k times computes
 # sum_j w_j phi(b_j + x): a continuous piecewise-linear function with k pieces,
-# from 2k parameters, and every PL_k is of that form (part 1). A standard unit
+# from 2k parameters, and every PL_k is of that form (part 1) *on a bounded
+# interval*, which is how we read the theorem. The paper says it without the
+# restriction, but with ReLU the sum is flat to the left of its leftmost kink, so
+# on the whole real line it cannot be, say, the identity; on an interval [a, c] a
+# kink placed left of a supplies the first slope (datasets.random_pl_function
+# draws its functions on such an interval). A standard unit
 # with replicated input is still phi(b + (sum_j w_j) x) (part 2). A standard
 # net needs two layers and 3k + 1 parameters (part 3): k hidden units for the
 # k - 1 bends and the first slope; with fewer hidden units it has fewer bends.
@@ -389,9 +380,7 @@ for seed in range(N_PL):
             ax.plot(f.x, predict(model, inputs)[:, 0] - line, lw=1, label=f"{name} ({n_params[name]} p.)")
 ax.legend(fontsize=7)
 ax.set_title("Theorem C.1: fits of a random PL_k, its best straight line subtracted", fontsize=9)
-fig.tight_layout()
-fig.savefig(os.path.join(args.out, "theorem_c1.png"), dpi=110)
-plt.close(fig)
+figure(fig, "theorem_c1.png")
 wins = {name: sum(e < 1e-3 for e in errs) for name, errs in pl_errors.items()}
 for name, errs in pl_errors.items():
     print(f"{name:<34}{n_params[name]:>4} parameters   errors {' '.join(f'{e:.0e}' for e in errs)}"
@@ -419,6 +408,11 @@ results.append(("Thm C.1(3): 2-layer standard needs 3k+1", f"{3 * K + 1} p.",
 #
 # We evaluate these lines with plain loops on a 3 -> 2 layer, compare them
 # with the layer's backward and with central differences (tu.gradcheck).
+#
+# **Your turn.** The exercises `dac_dW`, `dac_dB` and `dac_dx` ask you to write
+# these three lines as the backward of DACLinear, and `dac_conv` the same for the
+# convolution of eq. (5). Grade one with
+# `python -m tinyunits.course grade --only dac_dB`.
 
 # %%
 rng = np.random.default_rng(7)
@@ -461,9 +455,7 @@ for ax, M, title in ((axes[0], shared_mask, f"standard, b = {shared_b}: one mask
     ax.set_xlabel("input j")
     ax.set_ylabel("unit i")
     ax.set_title(title, fontsize=8)
-fig.tight_layout()
-fig.savefig(os.path.join(args.out, "granular_masking.png"), dpi=110)
-plt.close(fig)
+figure(fig, "granular_masking.png")
 
 # %% [markdown]
 # ## 5. Regression at matched parameter counts (SGEMM, or a stated stand-in)
@@ -557,10 +549,9 @@ for w in WIDTHS:
                               ("base w*sqrt2", round(w * math.sqrt(2)), False), ("DAC w", w, True)):
         tu.manual_seed(0)
         model = mlp(xtr.shape[1], width, DEPTH, dac)
-        start = time.perf_counter()
         reg[w, label] = (train_regression(model, seed=0), model.num_parameters())
         print(f"w={w:<4}{label:<14} width {width:<4}{model.num_parameters():>7} params   "
-              f"test MSE {reg[w, label][0]:.4f}   ({time.perf_counter() - start:.1f} s)")
+              f"test MSE {reg[w, label][0]:.4f}")
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 for label, marker, color in (("base w", "o", "tab:orange"), ("DAC w/sqrt2", "s", "tab:blue")):
@@ -584,9 +575,7 @@ axes[1].set_ylabel("change of log test MSE (nats)")
 axes[1].set_title("Figure 4's question")
 axes[1].set_ylim(1.8 * min(gain_w + gain_b + [-0.01]), max(gain_w + gain_b + [0.0]) + 0.01)
 axes[1].legend(fontsize=7, loc="lower center")
-fig.tight_layout()
-fig.savefig(os.path.join(args.out, "regression.png"), dpi=110)
-plt.close(fig)
+figure(fig, "regression.png")
 w_top = WIDTHS[-1]
 results.append((f"matched params, width {w_top}: DAC vs base MSE", "DAC lower at large widths",
                 f"{reg[w_top, 'DAC w/sqrt2'][0]:.4f} vs {reg[w_top, 'base w'][0]:.4f}",
@@ -704,14 +693,13 @@ for name, dac in (("baseline", False), ("DAC", True)):
     opt = optim.SGD(weights_only(model, 2e-4), lr=0.1, momentum=0.9)
     E = CONV["epochs"]
     sched = optim.MultiStepLR(opt, [max(1, round(f * E)) for f in (0.4, 0.6, 0.8)], gamma=0.1)
-    start = time.perf_counter()
     hist = fit(model, nn.functional.cross_entropy, opt, (x_tr, y_tr), val_data=(x_va, y_va), epochs=E,
                batch_size=CONV["batch"], scheduler=sched, metric=accuracy, patience=E, seed=0)
     _, test_acc = evaluate(model, x_te, y_te)
     conv_hist[name], conv_err[name] = hist, 100 * (1 - test_acc)
     print(f"{name:<9}{model.num_parameters():>7} params  best val epoch {hist.best_epoch + 1}  "
-          f"test error {conv_err[name]:.2f} %  ({time.perf_counter() - start:.0f} s)")
-plot.learning_curves(conv_hist, os.path.join(args.out, "fashion_mnist_curves.png"))
+          f"test error {conv_err[name]:.2f} %")
+figure(plot.learning_curves(conv_hist, out("fashion_mnist_curves.png")))
 gap = conv_err["baseline"] - conv_err["DAC"]
 results.append(("VGG test error: base - DAC (F-MNIST)", "+0.65 % (CIFAR-10)",
                 f"{conv_err['baseline']:.2f} - {conv_err['DAC']:.2f} = {gap:+.2f} %", gap > 0))
@@ -728,7 +716,4 @@ results.append(("VGG test error: base - DAC (F-MNIST)", "+0.65 % (CIFAR-10)",
 # --tiny mode nothing is trained long enough to mean anything.
 
 # %%
-print(f"\n{'result':<46}{'paper':>26}{'ours':>32}  reproduced")
-for what, paper, ours, ok in results:
-    print(f"{what:<46}{paper:>26}{ours:>32}  {'yes' if ok else 'no'}")
-print(f"mode {SIZE}; wall time {time.perf_counter() - START:.0f} s; figures in {args.out}")
+results.show()

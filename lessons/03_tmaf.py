@@ -1,12 +1,13 @@
 # %% [markdown]
 # # Lesson 3: trainable matrix activation functions (TMAF)
 #
-# Paper: "Neural networks with trainable matrix activation functions"
-# (../papers/tmaf_matrix_activations.md, in /work/shared/papers).
+# Paper: "Neural networks with trainable matrix activation functions"; our account
+# of it, with the definition we fixed and the settings we chose:
+# [docs/papers/tmaf.md](../docs/papers/tmaf.md). Code: tinyunits/units/tmaf.py.
 #
 # **Read this first.** Our copy of the paper lost every formula: the text
 # survives, the equations and the tables' settings do not. The definition used
-# here is the one fixed in NOTES.md, consistent with the surviving text:
+# here is one we fixed ourselves (docs/papers/tmaf.md), consistent with the surviving text:
 #
 # * fixed breakpoints s_1 < ... < s_K cut the line into the intervals
 #   (-inf, s_1), [s_1, s_2), ..., [s_K, inf); bin(x) is the interval of x;
@@ -20,21 +21,17 @@
 # numbers in the closing table are therefore comparable to the paper's only in
 # their shape (which activation wins, by roughly how much), not digit by digit.
 #
-# Run: `python lessons/03_tmaf.py` (--quick, the default: about 3.5 minutes on 2
-# busy cores), `--full` (the paper's 20000 regression samples, all 60000 training
-# images, more epochs; roughly 40-60 minutes on 2 idle cores, by our estimate from
-# the quick timings), `--tiny` (seconds; the test suite's smoke run). The modes run
+# Run: `python lessons/03_tmaf.py` (--quick, the default: a few minutes on 2
+# cores), `--full` (the paper's 20000 regression samples, all 60000 training
+# images, more epochs: closer to an hour), `--tiny` (seconds; the test suite's smoke run). The modes run
 # the same code and differ only in sizes, set in one line per section.
 
 # %%
 import os
 import time
 
-from _lesson import host, setup  # puts the checkout on sys.path
+from _lesson import TEST_KEYS, Results, as_test, figure, host, out, setup  # checkout, threads, figures, table
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np  # host-side data, tables and plots
 
@@ -45,14 +42,7 @@ from tinyunits.train import evaluate, fit
 
 args, SIZE = setup("03_tmaf", "Lesson 3: trainable matrix activations",
                    full="the paper's sample counts, more epochs")
-LESSON_START = time.perf_counter()
-results = []  # (result, paper, ours, reproduced?) for the closing table
-
-
-def savefig(fig, name):
-    fig.tight_layout()
-    fig.savefig(os.path.join(args.out, name), dpi=110)
-    plt.close(fig)
+results = Results("paper", "reproduced?")
 
 
 # %% [markdown]
@@ -151,7 +141,7 @@ for ax, (title, (breaks, levels)) in zip(axes, shapes.items()):
     ax.set_title(title, fontsize=9)
     ax.set_xlabel("z")
 axes[0].set_ylabel("sigma(z)")
-savefig(fig, "sigma_shapes.png")
+figure(fig, "sigma_shapes.png")
 
 # %% [markdown]
 # ## 3. Shared tools for the experiments
@@ -221,10 +211,9 @@ def train_regression(model, x, y, epochs, seed):
 #
 # Why several seeds: narrow ReLU networks often end with *dead* neurons, whose
 # pre-activation is negative on every input, so they never pass a gradient
-# again (the "dying ReLU" problem of the paper's introduction). A 2 -> 8 -> 1
-# ReLU net here ended with 2 to 4 of its 8 neurons dead in our runs, by seed,
-# and its error swings with them; a single seed would make ReLU look better or
-# worse than it is. TMAF and PReLU neurons cannot die this way: a level left of
+# again (the "dying ReLU" problem of the paper's introduction), and the
+# error of a narrow ReLU net swings with how many died in its seed; a single seed
+# would make ReLU look better or worse than it is. TMAF and PReLU neurons cannot die this way: a level left of
 # 0 gets the gradient sum of g x over its interval even while it is 0.
 
 # %%
@@ -238,7 +227,6 @@ x_s_test, y_s_test = datasets.tmaf_smooth_target(2000, seed=1)
 smooth_kinds = ("ReLU", "PReLU", "TMAF")
 columns = [(depth, w) for depth in (1, 2) for w in widths]
 smooth = {kind: [] for kind in smooth_kinds}
-start = time.perf_counter()
 for depth, width in columns:
     for kind in smooth_kinds:
         errors = [relative_error(train_regression(
@@ -247,7 +235,6 @@ for depth, width in columns:
         smooth[kind].append(float(np.median(errors)))
     print(f"depth {depth} width {width:3d}: " + "  ".join(
         f"{k} {smooth[k][-1]:.3f}" for k in smooth_kinds), flush=True)
-print(f"smooth-target sweep: {time.perf_counter() - start:.0f} s")
 
 PAPER_T31 = {"ReLU": [0.089, 0.34, 0.39, 0.41, 0.14, 0.21, 0.25, 0.31],
              "TMAF": [0.015, 0.016, 0.13, 0.18, 0.07, 0.105, 0.153, 0.17]}
@@ -271,7 +258,7 @@ for ax, depth in zip(axes, (1, 2)):
     ax.set_title(f"{depth} hidden layer{'s' if depth == 2 else ''}")
 axes[0].set_ylabel("relative L2 error")
 axes[0].legend()
-savefig(fig, "smooth_errors.png")
+figure(fig, "smooth_errors.png")
 wins = sum(t < r for t, r in zip(smooth["TMAF"], smooth["ReLU"]))
 results.append(("smooth target: columns where TMAF < ReLU", "8 of 8", f"{wins} of {len(columns)}",
                 "yes" if wins == len(columns) else "partly" if wins > len(columns) // 2 else "NO"))
@@ -307,12 +294,10 @@ y_grid = datasets.tmaf_oscillatory_fn(x_grid)
 osc_kinds = ("ReLU", "PReLU", "TMAF", "tri-TMAF")
 osc_models, osc_error = {}, {}
 for kind in osc_kinds:
-    start = time.perf_counter()
     model = mlp(1, 32, 2, 1, activation(kind, OSC_BREAKPOINTS), seed=0)
     osc_models[kind] = train_regression(model, x_o, y_o, osc_epochs, seed=0)
     osc_error[kind] = relative_error(model, x_grid, y_grid)
-    print(f"{kind:9s} relative error {osc_error[kind]:.3f}   "
-          f"({time.perf_counter() - start:.0f} s)", flush=True)
+    print(f"{kind:9s} relative error {osc_error[kind]:.3f}", flush=True)
 
 fig, axes = plt.subplots(len(osc_kinds), 1, figsize=(9, 2.0 * len(osc_kinds)), sharex=True)
 for ax, kind in zip(axes, osc_kinds):
@@ -323,7 +308,7 @@ for ax, kind in zip(axes, osc_kinds):
     ax.set_title(f"{kind}: relative error {osc_error[kind]:.3f}", fontsize=9)
     ax.legend(loc="upper right", fontsize=7)
 axes[-1].set_xlabel("x")
-savefig(fig, "oscillatory_fits.png")
+figure(fig, "oscillatory_fits.png")
 
 # %% [markdown]
 # What did the diagonal TMAF learn? Below, four neurons of its first hidden
@@ -343,7 +328,7 @@ for i in range(4):
 ax.set_xlabel("input x")
 ax.set_ylabel("sigma_i(w_i x + b_i)")
 ax.legend(fontsize=7)
-savefig(fig, "oscillatory_learned_activations.png")
+figure(fig, "oscillatory_learned_activations.png")
 
 low_only = 0.5 / np.sqrt(1.25)
 results.append(("oscillatory: ReLU rel. error", "0.97", f"{osc_error['ReLU']:.3f}",
@@ -392,16 +377,14 @@ print(f"{DATASET}: {len(x_tr)} training images, {len(x_te)} test images, "
 accuracy_of, histories = {}, {}
 for depth in (1, 2):
     for kind in ("ReLU", "TMAF"):
-        start = time.perf_counter()
         model = mlp(784, img_width, depth, 10, activation(kind, SMOOTH_BREAKPOINTS), seed=0)
         opt = optim.Adam(model.parameters(), lr=1e-3)
         name = f"{kind}, {depth} hidden"
-        histories[name] = fit(model, nn.functional.cross_entropy, opt, (x_tr, y_tr),
-                              val_data=(x_te, y_te), epochs=img_epochs, batch_size=128)
+        histories[name] = as_test(fit(model, nn.functional.cross_entropy, opt, (x_tr, y_tr),
+                                      val_data=(x_te, y_te), epochs=img_epochs, batch_size=128))
         _, accuracy_of[(kind, depth)] = evaluate(model, x_te, y_te)
-        print(f"{name:16s} test accuracy {100 * accuracy_of[(kind, depth)]:.2f} %  "
-              f"({time.perf_counter() - start:.0f} s)", flush=True)
-plot.learning_curves(histories, os.path.join(args.out, "classification_curves.png"))
+        print(f"{name:16s} test accuracy {100 * accuracy_of[(kind, depth)]:.2f} %", flush=True)
+figure(plot.learning_curves(histories, out("classification_curves.png"), keys=TEST_KEYS))
 
 print(f"\nTable 3.3 shape: paper on MNIST, ours on {DATASET}")
 print(f"{'':26}{'ReLU':>10}{'TMAF':>10}")
@@ -439,9 +422,7 @@ for depth, paper, paper_gain in ((1, "86.1 / 92.1 %", 6.0), (2, "91.8 / 92.2 %",
 # activation layers, the step's CPU cost ratio is
 #     (ReLU step + 2 x (activation - ReLU activation)) / ReLU step.
 # It is a lower bound: it leaves out the update of the levels and the extra
-# memory traffic of a full step. (On the same machine with one BLAS thread,
-# where whole steps time reliably, we measured 1.14 x and 1.32 x directly.)
-# The direct wall-time ratio is printed beside it, for what it is worth.
+# memory traffic of a full step. The direct wall-time ratio is printed beside it, for what it is worth.
 
 # %%
 def fastest_cpu_ms(fn, repeats):
@@ -497,7 +478,7 @@ fig, ax = plt.subplots(figsize=(5, 3.2))
 ax.bar(bench_kinds, [act_ms[k] for k in bench_kinds], color=["grey", "tab:blue", "tab:orange"])
 ax.set_ylabel("ms (CPU), forward + backward")
 ax.set_title(f"one activation layer on a (128, {bench_width}) batch", fontsize=9)
-savefig(fig, "activation_cost.png")
+figure(fig, "activation_cost.png")
 for kind in ("TMAF", "tri-TMAF"):
     results.append((f"step cost {kind} / ReLU (CPU, lower bound)", "comparable",
                     f"{estimate[kind]:.2f} x (direct {direct[kind]:.2f})",
@@ -516,7 +497,4 @@ for kind in ("TMAF", "tri-TMAF"):
 # %%
 print(f"\nPaper vs ours ({SIZE} mode; Adam instead of the paper's SGD; "
       "targets/breakpoints/widths ours, see each section)")
-print(f"{'result':<44}{'paper':>16}{'ours':>24}  reproduced?")
-for what, paper, ours, ok in results:
-    print(f"{what:<44}{paper:>16}{ours:>24}  {ok}")
-print(f"figures in {args.out}; lesson wall time {time.perf_counter() - LESSON_START:.0f} s")
+results.show()

@@ -1,18 +1,38 @@
-"""What every lesson shares: the checkout on sys.path and the same command line.
+"""What every lesson shares, so that a lesson's body is the idea, the code, the figure.
 
-    from _lesson import setup
+    from _lesson import Results, figure, host, setup
     args, SIZE = setup("03_tmaf", "Lesson 3: trainable matrix activations",
                        full="the paper's sample counts, more epochs")
+    results = Results("paper")           # the closing "paper vs ours" table
+    ...
+    results.append((what, paper, ours, reproduced))
+    results.show()
 
-SIZE is "tiny" (seconds: the test suite's smoke run), "quick" (the default, a
-few minutes on 2 cores) or "full" (the paper's settings); figures go to args.out.
+SIZE is "tiny" (seconds: the test suite's smoke run), "quick" (the default, a few
+minutes on 2 cores) or "full" (the paper's settings). The flags --tiny/--quick/--full
+choose it; with none, the environment variable TINYUNITS_LESSON_MODE does (notebooks
+use the variable). Figures go to args.out.
+
+Importing this module, before NumPy is first imported, also
+- puts the checkout on sys.path (datasets.py and tinyunits from this checkout);
+- asks BLAS for one thread unless OMP_NUM_THREADS is set: on a shared 2-core machine
+  OpenBLAS's threads wait on each other (a 16-channel conv step took 1.9 s with
+  threads, 0.07 s without);
+- draws figures off-screen (Agg) unless a notebook kernel chose a backend.
 """
 import argparse
 import os
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # datasets.py and tinyunits from this checkout
+sys.path.insert(0, ROOT)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+MODES = ("tiny", "quick", "full")
+START = time.perf_counter()
+OUT, MODE = ".", "quick"  # set by setup()
 
 
 def setup(name: str, description: str, full: str = "the paper's settings"):
@@ -24,7 +44,71 @@ def setup(name: str, description: str, full: str = "the paper's settings"):
     parser.add_argument("--out", default=os.path.join(ROOT, "figures", name))
     args, _ = parser.parse_known_args()  # known: a notebook kernel passes its own flags
     os.makedirs(args.out, exist_ok=True)
-    return args, "tiny" if args.tiny else "full" if args.full else "quick"
+    flags = [m for m in MODES if getattr(args, m)]
+    size = flags[0] if flags else os.environ.get("TINYUNITS_LESSON_MODE", "quick")
+    if size not in MODES:
+        raise ValueError(f"setup: TINYUNITS_LESSON_MODE must be one of {MODES}, got {size!r}")
+    global OUT, MODE
+    OUT, MODE = args.out, size
+    return args, size
+
+
+def elapsed() -> float:
+    """Seconds since the lesson started."""
+    return time.perf_counter() - START
+
+
+def figure(fig, name: str = None) -> str:
+    """Save a matplotlib figure as OUT/name (or take the path a library plot wrote);
+    in a notebook, show it."""
+    if isinstance(fig, str):
+        path = fig
+    else:
+        import matplotlib.pyplot as plt
+        path = os.path.join(OUT, name)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+    if "ipykernel" in sys.modules:
+        from IPython.display import Image, display
+        display(Image(path))
+    return path
+
+
+def out(name: str) -> str:
+    """Where a figure called name goes."""
+    return os.path.join(OUT, name)
+
+
+def as_test(history) -> dict:
+    """A History whose "val" data was the test set, with its curves named truthfully
+    (plot with keys=TEST_KEYS)."""
+    return {"train loss": history["train_loss"], "test loss": history["val_loss"],
+            "test accuracy": history["val_metric"]}
+
+
+TEST_KEYS = ("train loss", "test loss", "test accuracy")
+
+
+class Results(list):
+    """Rows (what, reference, ours, holds) for the closing table; show() prints it.
+    holds=None marks a number shown for comparison with no claim attached ("-"); a string
+    (e.g. "partly") is printed as it is."""
+
+    def __init__(self, reference: str = "paper", verdict: str = "reproduced"):
+        super().__init__()
+        self.reference, self.verdict = reference, verdict
+
+    def show(self) -> None:
+        head = ("result", self.reference, "ours")
+        rows = [(str(a), str(b), str(c)) for a, b, c, _ in self]
+        widths = [max(len(r[i]) for r in rows + [head]) + 2 for i in range(3)]
+        line = lambda r: "".join(f"{v:<{w}}" for v, w in zip(r, widths))  # noqa: E731
+        print("\n" + line(head) + self.verdict)
+        for row, (*_, ok) in zip(rows, self):
+            print(line(row) + (ok if isinstance(ok, str) else "-" if ok is None
+                               else "yes" if ok else "NO"))
+        print(f"mode {MODE}; wall time {elapsed():.0f} s; figures in {OUT}")
 
 
 def host(t):
