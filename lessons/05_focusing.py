@@ -34,7 +34,7 @@
 import os
 import time
 
-from _lesson import Results, figure, host, setup  # checkout, threads, figures, table
+from _lesson import Results, figure, host, paper_sweep, setup  # checkout, threads, figures, table
 
 import matplotlib.pyplot as plt
 import numpy as np  # host-side data, reference formulas and printing
@@ -43,6 +43,8 @@ import datasets
 import tinyunits as tu
 from tinyunits import backend, nn, optim
 from tinyunits.train import accuracy, evaluate, fit
+from lessons.trials import focusing as focus_trials
+from lessons.trials.focusing import blobs, constrain_all, focus_layers, lasagne_dense, sgd_groups
 
 args, SIZE = setup("05_focusing", "Lesson 5: the focusing neuron",
                    full="the paper's settings (over a day on a CPU)")
@@ -64,38 +66,11 @@ SETTINGS = {
 }[SIZE]
 
 
-def focus_layers(model):
-    return [m for _, m in model.named_modules() if isinstance(m, nn.FocusingLinear)]
-
-
-def constrain_all(model):
-    """After every step (Algorithm 3): mu into [0, 1], sigma into [0.01, 1]."""
-    for layer in focus_layers(model):
-        layer.constrain()
-
-
-def lasagne_dense(n_in, n_out, init_weight):
-    """A Linear set up as the author's Lasagne DenseLayer: the given weight init, zero bias."""
-    layer = nn.Linear(n_in, n_out, init_weight=init_weight)
-    layer.bias.data[...] = 0
-    return layer
-
-
-def blobs(n_train, **kwargs):
-    """focus_blobs with n_train training rows: like the author's load_blob, draw
-    n_train / 0.7 rows so that the 70/30 split leaves n_train to train on."""
-    return datasets.focus_blobs(round(n_train / 0.7), **kwargs)
-
-
-def sgd_groups(model, lr, lr_mu, lr_sigma, train_focus=True, momentum=0.9):
-    """SGD with momentum; mu and sigma in groups of their own (or not trained at all)."""
-    layers = focus_layers(model)
-    mus, sigmas = [f.mu for f in layers], [f.sigma for f in layers]
-    focus_ids = {id(p) for p in mus + sigmas}
-    groups = [{"params": [p for p in model.parameters() if id(p) not in focus_ids]}]
-    if train_focus and layers:
-        groups += [{"params": mus, "lr": lr_mu}, {"params": sigmas, "lr": lr_sigma}]
-    return optim.SGD(groups, lr=lr, momentum=momentum)
+# focus_layers, constrain_all (Algorithm 3's clip after every step), lasagne_dense
+# (the author's Lasagne DenseLayer: a given init, zero bias), blobs (focus_blobs
+# with n_train training rows, as the author's load_blob draws them) and sgd_groups
+# (mu and sigma in parameter groups of their own) live in lessons/trials/focusing.py,
+# beside the random trial that --full's sweep runs on every worker.
 
 
 # %% [markdown]
@@ -366,35 +341,20 @@ results.append(("apertures widened (sigma > 0.08)", "most foci", f"{wider}/{n_fo
 # bias; and each net scored by its best test accuracy over the epochs.
 
 # %%
-def random_trial(trial):
-    rng = np.random.default_rng(1000 + trial)
-    full = SIZE == "full"
-    n = int(rng.choice([100, 200, 2000, 10000] if full else [200, 2000]))
-    n_inf = int(rng.choice([4, 40, 400] if full else [4, 40]))
-    noise_frac = float(rng.choice([0.0, 0.5, 1.0]))
-    side = str(rng.choice(["left", "both"]))
-    hidden = int(rng.choice([4, 40, 100] if full else [4, 40]))
-    batch = max(2, int(n * float(rng.choice([0.1, 0.05]))))
-    lr = float(rng.choice([0.01, 0.001]))
-    x_tr, y_tr, x_te, y_te, _ = blobs(
-        n, n_informative=n_inf, n_noise=int(n_inf * noise_frac), noise_side=side, seed=trial)
-    accs = {}
-    for kind in ("focus", "dense"):
-        tu.manual_seed(trial)
-        width = x_tr.shape[1]
-        first = (nn.FocusingLinear(width, hidden, sigma_init=0.15) if kind == "focus"
-                 else lasagne_dense(width, hidden, "xavier_uniform"))
-        model = nn.Sequential(first, nn.BatchNorm1d(hidden), nn.ReLU(),
-                              lasagne_dense(hidden, 2, "xavier_uniform"))
-        opt = sgd_groups(model, lr=lr, lr_mu=lr, lr_sigma=0.82 * lr, momentum=0.5)
-        history = fit(model, nn.functional.cross_entropy, opt, (x_tr, y_tr),
-                      val_data=(x_te, y_te), metric=accuracy, epochs=SETTINGS["trial_epochs"],
-                      batch_size=batch, shuffle=False, after_step=constrain_all, progress=False)
-        accs[kind] = max(history["val_metric"])
-    return dict(noisy=noise_frac > 0, n_inf=n_inf, hidden=hidden, **accs)
-
-
-trials = [random_trial(t) for t in range(SETTINGS["trials"])]
+# The trial itself is focus_trials.random_trial, in lessons/trials/focusing.py:
+# draw(t) picks trial t's settings from Table 1 (seeded by t), random_trial trains
+# the focused and the dense net on that set and returns each one's best test
+# accuracy. --full runs the paper's 750 draws through tinyunits.sweep (keep the
+# results in lessons/results/sweeps.sqlite; `--workers 2` runs two at a time).
+swept = paper_sweep(focus_trials, args)  # other modes: prints what the store holds
+if swept:
+    settings, outcomes = swept
+else:
+    settings = [focus_trials.draw(t, full=False, epochs=SETTINGS["trial_epochs"])
+                for t in range(SETTINGS["trials"])]
+    outcomes = [focus_trials.random_trial(s) for s in settings]
+trials = [dict(r, n_inf=s["n_inf"], hidden=s["hidden"])
+          for s, r in zip(settings, outcomes) if r is not None]
 fig, ax = plt.subplots(figsize=(4.6, 4.4))
 for noisy, marker, label in [(True, "o", "noisy sets"), (False, "s", "clean sets")]:
     sel = [t for t in trials if t["noisy"] == noisy]

@@ -31,6 +31,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 MODES = ("tiny", "quick", "full")
+STORE = os.path.join(ROOT, "lessons", "results", "sweeps.sqlite")  # the --full sweeps' results
 START = time.perf_counter()
 OUT, MODE = ".", "quick"  # set by setup()
 
@@ -42,6 +43,8 @@ def setup(name: str, description: str, full: str = "the paper's settings"):
     mode.add_argument("--full", action="store_true", help=full)
     mode.add_argument("--tiny", action="store_true", help="seconds; the test suite's smoke run")
     parser.add_argument("--out", default=os.path.join(ROOT, "figures", name))
+    from tinyunits import sweep
+    sweep.add_sweep_arguments(parser)  # --workers / --scheduler for the --full sweeps
     args, _ = parser.parse_known_args()  # known: a notebook kernel passes its own flags
     os.makedirs(args.out, exist_ok=True)
     flags = [m for m in MODES if getattr(args, m)]
@@ -51,6 +54,24 @@ def setup(name: str, description: str, full: str = "the paper's settings"):
     global OUT, MODE
     OUT, MODE = args.out, size
     return args, size
+
+
+def paper_sweep(module, args):
+    """A trial module's paper grid (lessons/trials/). In --full: run it through
+    tinyunits.sweep (finished trials are read from STORE, never recomputed), print
+    its table, return (settings, results). In other modes: print the table of what
+    the repository's store holds, if anything, and return None."""
+    from tinyunits import sweep
+    if MODE != "full":
+        if os.path.exists(STORE):
+            print(f"From the store of --full runs ({os.path.relpath(STORE, ROOT)}):")
+            print(module.table(STORE))
+        return None
+    settings = module.paper_trials()
+    outcomes = sweep.run(module.SWEEP, module.TRIAL, settings, store=STORE,
+                         workers=args.workers, scheduler=args.scheduler)
+    print(module.table(STORE))
+    return settings, outcomes
 
 
 def elapsed() -> float:

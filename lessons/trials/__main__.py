@@ -23,7 +23,7 @@ sys.path.insert(0, ROOT)  # datasets.py and tinyunits from this checkout
 from lessons.trials import focusing, hannet  # noqa: E402
 from tinyunits import sweep  # noqa: E402
 
-SWEEPS = {"hannet": (hannet, hannet.board_trial), "focusing": (focusing, focusing.random_trial)}
+SWEEPS = {"hannet": hannet, "focusing": focusing}
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("lesson", choices=sorted(SWEEPS))
 parser.add_argument("--store", default=os.path.join(ROOT, "lessons", "results", "sweeps.sqlite"))
@@ -31,12 +31,12 @@ parser.add_argument("--limit", type=int, default=None, metavar="K")
 parser.add_argument("--table", action="store_true", help="print the stored table, run nothing")
 sweep.add_sweep_arguments(parser)
 args = parser.parse_args()
-module, fn = SWEEPS[args.lesson]
+module = SWEEPS[args.lesson]
 if not args.table:
     os.makedirs(os.path.dirname(os.path.abspath(args.store)), exist_ok=True)
     trials = module.paper_trials()[:args.limit]
     start = time.perf_counter()
-    sweep.run(module.SWEEP, fn, trials, store=args.store, workers=args.workers,
+    sweep.run(module.SWEEP, module.TRIAL, trials, store=args.store, workers=args.workers,
               scheduler=args.scheduler)
     print(f"{len(trials)} trials in {time.perf_counter() - start:.0f} s wall")
 print(module.table(args.store))

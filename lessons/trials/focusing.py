@@ -102,6 +102,7 @@ def paper_trials(count=750, full=True, epochs=150):
     return [draw(t, full, epochs) for t in range(count)]
 
 
+TRIAL = random_trial  # what sweep.run calls with each settings dict
 SWEEP = "05-random-trials"
 
 

@@ -113,6 +113,7 @@ def paper_trials(steps=40_000, seeds=range(10)):
     return [dict(net=net, lr=lr, seed=seed, steps=steps) for net, lr in order for seed in seeds]
 
 
+TRIAL = board_trial  # what sweep.run calls with each settings dict
 SWEEP = "04-checkerboard"
 
 
