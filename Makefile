@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install tour test test-numpy test-strict gradcheck lessons figures bench clean
+.PHONY: install tour test test-numpy test-strict gradcheck lessons figures bench site clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,18 @@ figures: lessons
 bench: install
 	$(PY) tests/benchmarks/run.py
 
+# The course site in site/: lessons executed (SITE_MODE=quick by default, tiny in
+# seconds, full), cached in build/site-cache; KaTeX comes from npm, once.
+SITE_MODE ?= quick
+SITE_STAMP := $(VENV)/.site-stamp
+
+$(SITE_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e ".[dev,site]"
+	touch $(SITE_STAMP)
+
+site: $(SITE_STAMP)
+	SITE_MODE=$(SITE_MODE) NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build
+
 clean:
-	rm -rf $(VENV) figures checkpoints build *.egg-info
+	rm -rf $(VENV) figures checkpoints build site *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
