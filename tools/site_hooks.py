@@ -45,7 +45,9 @@ def katex(cache=site_lessons.CACHE) -> pathlib.Path:
             raise RuntimeError(f"site: the maths renderer comes from `npm pack katex@{KATEX_VERSION}`"
                                f" (Node.js's npm); it failed: {error}") from None
         with tarfile.open(pathlib.Path(tmp) / f"katex-{KATEX_VERSION}.tgz") as archive:
-            archive.extractall(tmp, filter="data")
+            # the "data" filter refuses paths outside tmp (Python >= 3.10.12, 3.11.4)
+            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+            archive.extractall(tmp, **safe)
         (pathlib.Path(tmp) / "package" / "dist").rename(dist.with_suffix(".partial"))
         os.replace(dist.with_suffix(".partial"), dist)
     return dist
@@ -64,7 +66,9 @@ def exercises_page() -> str:
                        f"`tinyunits.course.EXERCISES` ({error}), so there is no list to show.\n")
     items = EXERCISES.values() if hasattr(EXERCISES, "values") else EXERCISES
     rows = ["| exercise | points | equation | lesson | hint |", "| --- | ---: | --- | --- | --- |"]
-    rows += [f"| `{e.name}` | {e.points} | {e.equation} | `{e.lesson}` | {e.hint} |" for e in items]
+    cell = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731  (one table row)
+    rows += [f"| `{e.name}` | {e.points} | {cell(e.equation)} | `{e.lesson}` | {cell(e.hint)} |"
+             for e in items]
     total = sum(e.points for e in items)
     return head + "\n".join(rows) + f"\n\n{len(rows) - 2} exercises, {total} points in all.\n"
 
