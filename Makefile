@@ -4,12 +4,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install tour test test-numpy test-strict gradcheck lessons figures notebooks bench clean student grade
+.PHONY: install tour test test-numpy test-strict gradcheck lessons figures notebooks bench site clean student grade
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,cluster]"
+	$(PY) -m pip install --quiet -e ".[dev,cluster,site]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -54,6 +54,12 @@ student: install
 grade: install
 	$(PY) -m tinyunits.course grade $(DIR)
 
+# The course site in site/: lessons executed (SITE_MODE=quick by default, tiny in
+# seconds, full), cached in build/site-cache; KaTeX comes from npm, once.
+SITE_MODE ?= quick
+site: install
+	SITE_MODE=$(SITE_MODE) NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build
+
 clean:
-	rm -rf $(VENV) figures notebooks checkpoints build *.egg-info
+	rm -rf $(VENV) figures notebooks checkpoints build site *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,94 @@
+"""mkdocs hooks of the course site (named in mkdocs.yml; `make site` runs mkdocs build).
+
+- The lessons: every lessons/NN_name.py executed as a notebook in SITE_MODE (tiny |
+  quick | full; default quick) by tools/site_lessons.py, cached, then handed to
+  mkdocs-jupyter as lessons/NN_name.ipynb.
+- exercises.md, generated from the course's own registry (tinyunits.course.EXERCISES)
+  at every build, so the list never goes stale.
+- KaTeX, pinned, from the npm registry (`npm pack`, once, into the cache), copied into
+  site/assets/katex/: pages typeset their maths offline.
+- nbconvert's template writes a CDN MathJax <script> into every notebook page; it is
+  dropped, since KaTeX typesets those pages too.
+"""
+import logging
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import File
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import site_lessons  # noqa: E402  (this folder, put on sys.path above)
+
+KATEX_VERSION = "0.16.22"
+KATEX_FILES = ("katex.min.js", "katex.min.css", "contrib/auto-render.min.js")
+NBCONVERT_MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->",
+                               re.DOTALL)
+log = logging.getLogger("mkdocs.hooks.site")
+
+
+def katex(cache=site_lessons.CACHE) -> pathlib.Path:
+    """KaTeX's dist/ folder, fetched once with npm and kept in the cache."""
+    dist = pathlib.Path(cache) / f"katex-{KATEX_VERSION}"
+    if (dist / KATEX_FILES[0]).exists():
+        return dist
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            subprocess.run(["npm", "pack", f"katex@{KATEX_VERSION}", "--silent"], cwd=tmp,
+                           check=True, capture_output=True, text=True)
+        except (OSError, subprocess.CalledProcessError) as error:
+            raise RuntimeError(f"site: the maths renderer comes from `npm pack katex@{KATEX_VERSION}`"
+                               f" (Node.js's npm); it failed: {error}") from None
+        with tarfile.open(pathlib.Path(tmp) / f"katex-{KATEX_VERSION}.tgz") as archive:
+            # the "data" filter refuses paths outside tmp (Python >= 3.10.12, 3.11.4)
+            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+            archive.extractall(tmp, **safe)
+        (pathlib.Path(tmp) / "package" / "dist").rename(dist.with_suffix(".partial"))
+        os.replace(dist.with_suffix(".partial"), dist)
+    return dist
+
+
+def exercises_page() -> str:
+    """The exercises page in Markdown, from the registry the grader itself uses."""
+    head = ("# Exercises\n\nEach exercise is one hand-written backward (or one gradient in "
+            "one) that the student copy leaves as a stub. Make the copy with "
+            "`python -m tinyunits.course student DIR`, grade it with "
+            "`python -m tinyunits.course grade DIR`; the teacher's page says more.\n\n")
+    try:
+        from tinyunits.course import EXERCISES
+    except ImportError as error:
+        return head + (f"!!! warning \"No exercise registry\"\n    This checkout has no "
+                       f"`tinyunits.course.EXERCISES` ({error}), so there is no list to show.\n")
+    items = EXERCISES.values() if hasattr(EXERCISES, "values") else EXERCISES
+    rows = ["| exercise | points | equation | lesson | hint |", "| --- | ---: | --- | --- | --- |"]
+    cell = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731  (one table row)
+    rows += [f"| `{e.name}` | {e.points} | {cell(e.equation)} | `{e.lesson}` | {cell(e.hint)} |"
+             for e in items]
+    total = sum(e.points for e in items)
+    return head + "\n".join(rows) + f"\n\n{len(rows) - 2} exercises, {total} points in all.\n"
+
+
+@event_priority(100)  # before mkdocs-jupyter's on_files, which claims the notebooks
+def on_files(files, config):
+    mode = os.environ.get("SITE_MODE", "quick")
+    for notebook in site_lessons.execute_all(mode, log=log.info):
+        # A File read from the cache folder, not File.generated: mkdocs-jupyter's
+        # wrapper finds the source through src_dir.
+        files.append(File(f"lessons/{notebook.name}", src_dir=str(notebook.parent.parent),
+                          dest_dir=config.site_dir, use_directory_urls=config.use_directory_urls))
+    files.append(File.generated(config, "exercises.md", content=exercises_page()))
+    dist = katex()
+    for path in sorted(p for p in dist.rglob("*") if p.is_file() and (
+            p.parent.name == "fonts" or str(p.relative_to(dist)) in KATEX_FILES)):
+        files.append(File.generated(config, f"assets/katex/{path.relative_to(dist).as_posix()}",
+                                    abs_src_path=str(path)))
+    return files
+
+
+def on_post_page(output, page, config):
+    return NBCONVERT_MATHJAX.sub("", output)
