@@ -7,13 +7,13 @@
 #
 # A standard unit (eq. 1) sums its inputs, adds *one* bias and activates:
 #
-#     y_i = phi(b_i + sum_j w_ij y_j)
+# $$y_i = \varphi\Big(b_i + \sum_j w_{ij}\, y_j\Big)$$
 #
-# so every unit downstream of it receives the same filtered value phi(b_i + z_i).
+# so every unit downstream of it receives the same filtered value $\varphi(b_i + z_i)$.
 # A DAC unit (eq. 2, "dendrite-activated connection") filters every incoming
 # connection separately, with a bias of its own:
 #
-#     y_i = sum_j w_ij phi(b_ij + z_j)
+# $$y_i = \sum_j w_{ij}\, \varphi(b_{ij} + z_j)$$
 #
 # This lesson rebuilds, in order:
 #
@@ -292,13 +292,15 @@ results.append(("Fig 7b: 2 standard units cannot, 4 can", "cannot / can",
 # ## 3. Theorem C.1: piecewise-linear functions with 2k parameters
 #
 # One DAC unit with its input x replicated k times computes
-# sum_j w_j phi(b_j + x): a continuous piecewise-linear function with k pieces,
-# from 2k parameters, and every PL_k is of that form (part 1) *on a bounded
-# interval*, which is how we read the theorem. The paper says it without the
-# restriction, but with ReLU the sum is flat to the left of its leftmost kink, so
-# on the whole real line it cannot be, say, the identity; on an interval [a, c] a
-# kink placed left of a supplies the first slope (datasets.random_pl_function
-# draws its functions on such an interval). A standard unit
+# $\sum_j w_j \varphi(b_j + x)$: a continuous piecewise-linear function with k pieces,
+# from 2k parameters. The paper says every PL_k is of that form (part 1); that
+# holds only with a restriction it leaves out. With ReLU the sum is flat to the
+# left of its leftmost kink, so on the whole real line it cannot be, say, the
+# identity. On a bounded interval [a, c] a kink placed left of a supplies the
+# first slope, so k terms give every PL_k whose first piece, extended as a line,
+# reaches zero at or left of a; one more term, also left of a, covers every PL_k
+# on [a, c] (docs/papers/dac.md, errata). datasets.random_pl_function draws its
+# functions in the representable form on such an interval. A standard unit
 # with replicated input is still phi(b + (sum_j w_j) x) (part 2). A standard
 # net needs two layers and 3k + 1 parameters (part 3): k hidden units for the
 # k - 1 bends and the first slope; with fewer hidden units it has fewer bends.
@@ -400,11 +402,11 @@ results.append(("Thm C.1(3): 2-layer standard needs 3k+1", f"{3 * K + 1} p.",
 # %% [markdown]
 # ## 4. eq. (7) by hand, and the granular masking
 #
-# For y_i = sum_j w_ij phi(b_ij + x_j) and g_i = dE/dy_i, eq. (7) reads
+# For $y_i = \sum_j w_{ij} \varphi(b_{ij} + x_j)$ and $g_i = \partial E / \partial y_i$, eq. (7) reads
 #
-#     dE/dw_ij = phi(b_ij + x_j) g_i
-#     dE/db_ij = w_ij phi'(b_ij + x_j) g_i
-#     dE/dx_j  = sum_i w_ij phi'(b_ij + x_j) g_i
+# $$\frac{\partial E}{\partial w_{ij}} = \varphi(b_{ij} + x_j)\, g_i, \qquad
+# \frac{\partial E}{\partial b_{ij}} = w_{ij}\, \varphi'(b_{ij} + x_j)\, g_i, \qquad
+# \frac{\partial E}{\partial x_j} = \sum_i w_{ij}\, \varphi'(b_{ij} + x_j)\, g_i$$
 #
 # We evaluate these lines with plain loops on a 3 -> 2 layer, compare them
 # with the layer's backward and with central differences (tu.gradcheck).
