@@ -7,11 +7,13 @@
     ...
     results.append((what, paper, ours, reproduced))
     results.show()
+    runs = grid("tmaf-widths", tmaf.width_trial, [dict(width=w, seed=s) for ...])
 
 SIZE is "tiny" (seconds: the test suite's smoke run), "quick" (the default, a few
 minutes on 2 cores) or "full" (the paper's settings). The flags --tiny/--quick/--full
 choose it; with none, the environment variable TINYUNITS_LESSON_MODE does (notebooks
-use the variable). Figures go to args.out.
+use the variable). Figures go to args.out. A grid of independent runs goes through
+grid(): in --full it is a tinyunits.sweep (resumable, spread by --workers N).
 
 Importing this module, before NumPy is first imported, also
 - puts the checkout on sys.path (datasets.py and tinyunits from this checkout);
@@ -33,7 +35,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 MODES = ("tiny", "quick", "full")
 STORE = os.path.join(ROOT, "lessons", "results", "sweeps.sqlite")  # the --full sweeps' results
 START = time.perf_counter()
-OUT, MODE = ".", "quick"  # set by setup()
+OUT, MODE, ARGS = ".", "quick", None  # set by setup()
 
 
 def setup(name: str, description: str, full: str = "the paper's settings"):
@@ -51,9 +53,23 @@ def setup(name: str, description: str, full: str = "the paper's settings"):
     size = flags[0] if flags else os.environ.get("TINYUNITS_LESSON_MODE", "quick")
     if size not in MODES:
         raise ValueError(f"setup: TINYUNITS_LESSON_MODE must be one of {MODES}, got {size!r}")
-    global OUT, MODE
-    OUT, MODE = args.out, size
+    global OUT, MODE, ARGS
+    OUT, MODE, ARGS = args.out, size, args
     return args, size
+
+
+def grid(name: str, fn, trials: list) -> list:
+    """A lesson's grid of independent runs (seeds, widths, variants): fn(settings) for
+    each settings dict, results in the order of trials. In --full they go through
+    tinyunits.sweep as the sweep `name`, so the --workers/--scheduler flags spread them
+    and STORE keeps each finished run (a re-run computes only what is missing); in the
+    other modes they run here, one after another, and nothing is stored. fn must live
+    in an importable module (lessons/trials/): Dask's workers cannot import a script."""
+    if MODE != "full":
+        return [fn(settings) for settings in trials]
+    from tinyunits import sweep
+    return sweep.run(name, fn, trials, store=STORE, workers=ARGS.workers,
+                     scheduler=ARGS.scheduler)
 
 
 def paper_sweep(module, args):
