@@ -552,6 +552,8 @@ def test_backward_grad_from_host_list_is_moved_to_the_backend():
     (lambda: tu.tensor([1.0], requires_grad="yes"), TypeError, "tensor: requires_grad"),
     (lambda: tu.tensor([1.0], dtype="floot32"), TypeError, "tensor: data"),
     (lambda: tu.tensor({"a": 1}), TypeError, "tensor: data"),
+    (lambda: tu.ops.add(1.0, 2.0), TypeError, "Add: expected at least one Tensor.*got float, float"),
+    (lambda: tu.ops.relu([1.0, 2.0]), TypeError, "ReLU: expected at least one Tensor.*got list"),
 ])
 def test_top_level_functions(call, error, words):
     with pytest.raises(error, match=words):

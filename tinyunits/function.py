@@ -25,7 +25,7 @@ class Function:
         arrays, record = [], False
         for x in inputs:
             if not isinstance(x, Tensor):
-                return self(*_constants_to_tensors(inputs))
+                return self(*_constants_to_tensors(type(self).__name__, inputs))
             arrays.append(x.data)
             record = record or x.requires_grad
         y = ensure_array(self.forward(*arrays))
@@ -50,7 +50,11 @@ class Function:
         self.__dict__.clear()
 
 
-def _constants_to_tensors(inputs):
+def _constants_to_tensors(name, inputs):
     """Scalars and arrays beside a Tensor become constants in that Tensor's dtype."""
-    like = next(x for x in inputs if isinstance(x, Tensor))
+    like = next((x for x in inputs if isinstance(x, Tensor)), None)
+    if like is None:  # no dtype or device to take: tu.tensor(x) says which the user wants
+        got = ", ".join(type(x).__name__ for x in inputs) or "no inputs"
+        raise TypeError(f"{name}: expected at least one Tensor among the inputs "
+                        f"(wrap an array with tu.tensor), got {got}")
     return [as_tensor(x, like) for x in inputs]
