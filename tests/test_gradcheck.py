@@ -58,3 +58,28 @@ def test_command_line_runs_and_exits_zero(capsys):
     assert main(["relu"]) == 0
     out = capsys.readouterr().out
     assert "relu" in out and "1 passed, 0 failed" in out
+
+
+def test_command_line_reports_an_unimplemented_case_and_goes_on(monkeypatch, capsys):
+    # a student copy's stubbed backward raises NotImplementedError: every other case still runs
+    cases = load_cases()
+
+    def stub():
+        raise NotImplementedError("exercise engine_mul")
+    monkeypatch.setitem(cases, "relu-stub", stub)
+    assert main(["relu*"]) == 1
+    out = capsys.readouterr().out
+    assert "not implemented: exercise engine_mul" in out and "1 passed, 1 failed" in out
+
+
+@pytest.mark.parametrize("args, kwargs, error, words", [
+    ((1, [np.ones(2)]), {}, TypeError, "gradcheck: fn must be"),
+    ((tu.ops.relu, np.ones(2)), {}, TypeError, "gradcheck: inputs must be a list"),
+    ((tu.ops.relu, ["x"]), {}, TypeError, r"gradcheck: inputs\[0\] must be a Tensor"),
+    ((tu.ops.relu, [np.ones(2)]), dict(module=3), TypeError, "gradcheck: module must be"),
+    ((tu.ops.relu, [np.ones(2)]), dict(eps=0), ValueError, "gradcheck: eps must be"),
+    ((tu.ops.relu, [np.ones(2)]), dict(n_directions=0), ValueError, "gradcheck: n_directions"),
+])
+def test_bad_arguments_are_named(args, kwargs, error, words):
+    with pytest.raises(error, match=words):
+        tu.gradcheck(*args, **kwargs)
