@@ -5,6 +5,8 @@
   mkdocs-jupyter as lessons/NN_name.ipynb.
 - exercises.md, generated from the course's own registry (tinyunits.course.EXERCISES)
   at every build, so the list never goes stale.
+- A lesson's links to docs (../docs/papers/dac.md, as the checkout sees them) lead to
+  the site's pages instead (papers/dac/).
 - KaTeX, pinned, from the npm registry (`npm pack`, once, into the cache), copied into
   site/assets/katex/: pages typeset their maths offline.
 - nbconvert's template writes a CDN MathJax <script> into every notebook page; it is
@@ -91,4 +93,22 @@ def on_files(files, config):
 
 
 def on_post_page(output, page, config):
-    return NBCONVERT_MATHJAX.sub("", output)
+    output = NBCONVERT_MATHJAX.sub("", output)
+    if page.file.src_uri.startswith("lessons/"):
+        output = LESSON_DOCS_LINK.sub(lambda m: docs_link(m, page, config), output)
+    return output
+
+
+# A lesson links docs as a file of the checkout sees them (../docs/papers/dac.md); on
+# the site the lesson is lessons/NN_name/ and that page is papers/dac/.
+LESSON_DOCS_LINK = re.compile(r'href="\.\./docs/([^"#]+)\.md(#[^"]*)?"')
+
+
+def docs_link(match, page, config):
+    from mkdocs.utils import get_relative_url
+    target = File(match[1] + ".md", config.docs_dir, config.site_dir, config.use_directory_urls)
+    if not os.path.exists(target.abs_src_path):
+        log.warning(f"site: {page.file.src_uri} links {match[0]}, which docs/ does not have")
+        return match[0]
+    return f'href="{get_relative_url(target.url, page.url)}{match[2] or ""}"'
+
