@@ -4,9 +4,9 @@ Paper: docs/papers/two_argument.md (Kim, Orhan, Yoon, Pitkow 2022),
 section III and Figure 2. The paper writes no equations for the unit; the
 numbers below are ours, and each line of the Function cites one.
 
-An outer layer produces k*n pre-activations z (after a LayerNorm). Unit q takes
-the contiguous slice z[q*n : (q+1)*n] as its n arguments (for images: the
-channels q*n .. q*n+n-1 at each position, the paper's 1x1-conv inner net):
+An outer layer produces `k*n` pre-activations z (after a LayerNorm). Unit q takes
+the contiguous slice `z[q*n : (q+1)*n]` as its n arguments (for images: the
+channels `q*n .. q*n+n-1` at each position, the paper's 1x1-conv inner net):
 
     (1)  y_q = f(z[q*n], ..., z[q*n + n - 1])
 
@@ -157,9 +157,9 @@ class InnerNet(Module):
 
 
 class MultiArgActivation(Module):
-    """y[:, q] = f(x[:, q*n:(q+1)*n]) with a shared InnerNet f (eq. 1).
+    """`y[:, q] = f(x[:, q*n:(q+1)*n])` with a shared InnerNet f (eq. 1).
 
-    (B, k*n) -> (B, k) or (B, k*n, H, W) -> (B, k, H, W). Several layers may
+    `(B, k*n) -> (B, k)` or `(B, k*n, H, W) -> (B, k, H, W)`. Several layers may
     hold the same InnerNet; a model's parameters() lists its weights once.
     """
 

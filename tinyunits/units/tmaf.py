@@ -7,15 +7,17 @@ definition below is the one fixed in docs/papers/tmaf.md (the paper's equation
 numbers are kept for the parts they label).
 
 Fixed breakpoints s_1 < ... < s_K cut the line into K+1 intervals
+
     (-inf, s_1), [s_1, s_2), ..., [s_K, inf);   bin(x) = #{k : s_k <= x}     (2.3)
 Each feature i (axis 1 of the input) owns trainable levels t[i, 0..K].
 
-Diagonal TMAF (2.2):
-    y_i = t[i, bin(x_i)] * x_i
-Tri-diagonal TMAF (2.4), rows indexed by their own coordinate, x_0 = x_{n+1} = 0:
-    y_i = l[i, bin(x_i)] * x_{i-1} + t[i, bin(x_i)] * x_i + u[i, bin(x_i)] * x_{i+1}
+    Diagonal TMAF (2.2):
+        y_i = t[i, bin(x_i)] * x_i
+    Tri-diagonal TMAF (2.4), rows indexed by their own coordinate, x_0 = x_{n+1} = 0:
+        y_i = l[i, bin(x_i)] * x_{i-1} + t[i, bin(x_i)] * x_i + u[i, bin(x_i)] * x_{i+1}
 
 Backward (bins are piecewise constant, so their derivative is zero):
+
     diagonal       dx_i      = g_i * t[i, bin(x_i)]                        (B1)
                    dt[i, k]  = sum over samples (and positions) with bin(x_i) = k
                                of g_i * x_i                                (B2)
@@ -188,11 +190,13 @@ class TMAF(Module):
     and upper of the same shape (init 0, except for init="random"). Inputs
     (B, num_features) or (B, num_features, H, W).
 
-    init: "relu"     levels 0 left of 0, 1 right of it (needs 0 in breakpoints):
-                     exactly ReLU, value and input gradient
-          "leaky"    negative_slope left of 0, 1 right of it (needs 0 too)
-          "identity" every level 1
-          "random"   every level (and lower, upper) drawn from U(-1, 1)
+    init:
+
+        "relu"      levels 0 left of 0, 1 right of it (needs 0 in breakpoints):
+                    exactly ReLU, value and input gradient
+        "leaky"     negative_slope left of 0, 1 right of it (needs 0 too)
+        "identity"  every level 1
+        "random"    every level (and lower, upper) drawn from U(-1, 1)
     """
 
     def __init__(self, num_features, breakpoints, kind="diagonal", init="relu",
