@@ -148,6 +148,15 @@ def test_the_student_copy_differs_from_the_library_only_in_the_regions(student):
             assert regions_in(mine.decode(), rel), f"{rel} changed without a region"
 
 
+def test_every_link_of_the_student_copy_resolves_there(student):
+    # the copy leaves files out (this one): nothing the students read may point at them
+    from test_links import broken_references
+    texts = [student / "README.md", *(student / "docs").rglob("*.md"),
+             *(student / "lessons").glob("*.py"), *(student / "tinyunits").rglob("*.py")]
+    broken = [message for path in texts for message in broken_references(path, student)]
+    assert not broken, "broken links in the student copy:\n" + "\n".join(broken)
+
+
 def test_student_refuses_a_non_empty_folder_or_one_inside_the_tree(tmp_path):
     (tmp_path / "old.txt").write_text("keep me")
     with pytest.raises(ValueError, match="not an empty folder"):
