@@ -3,7 +3,7 @@
     tu.save(model, "model.npz")          # or a plain {name: array} dict
     tu.load("model.npz", model)          # copies into model, checking every key and shape
 
-The file holds one array per parameter and buffer plus "__model__", the class
+The file holds one array per parameter and buffer plus `"__model__"`, the class
 name of the model, so loading a checkpoint of another model fails clearly. It is
 written to a temporary file in the same folder and renamed into place, so a crash
 mid-write never leaves a half-written checkpoint under the real name; the next
