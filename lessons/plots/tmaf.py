@@ -1,0 +1,71 @@
+"""Lesson 3's figures (TMAF): each takes the lesson's numbers and returns a Figure."""
+import matplotlib.pyplot as plt
+import numpy as np
+
+
+def _broken(x, y, jump):
+    """x with NaN after every step where y jumps by more than `jump`: the line breaks there."""
+    return np.where(np.append(np.abs(np.diff(y)) > jump, False), np.nan, x)
+
+
+def sigma_shapes(z, shapes):
+    """One panel per shape: title -> (breakpoints, sigma(z)); breakpoints dashed."""
+    fig, axes = plt.subplots(1, len(shapes), figsize=(4 * len(shapes), 3.4))
+    for ax, (title, (breaks, sigma)) in zip(axes, shapes.items()):
+        ax.plot(_broken(z, sigma, 0.1), sigma)
+        for s in breaks:
+            ax.axvline(s, color="grey", lw=0.5, ls="--")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("z")
+    axes[0].set_ylabel("sigma(z)")
+    return fig
+
+
+def smooth_errors(columns, errors):
+    """Error against width, one panel per depth; columns: (depth, width) pairs,
+    errors: kind -> one error per column."""
+    depths = sorted({d for d, _ in columns})
+    fig, axes = plt.subplots(1, len(depths), figsize=(4.5 * len(depths), 3.4), sharey=True)
+    for ax, depth in zip(axes, depths):
+        for kind, errs in errors.items():
+            ax.plot(*zip(*[(w, e) for (d, w), e in zip(columns, errs) if d == depth]), "o-",
+                    label=kind)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("neurons per hidden layer")
+        ax.set_title(f"{depth} hidden layer{'s' if depth > 1 else ''}")
+    axes[0].set_ylabel("relative L2 error")
+    axes[0].legend()
+    return fig
+
+
+def oscillatory_fits(x, target, runs):
+    """One panel per kind: the target in grey, the fit; runs: kind -> {"prediction", "error"}."""
+    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.0 * len(runs)), sharex=True)
+    for ax, (kind, run) in zip(axes, runs.items()):
+        ax.plot(x, target, color="lightgrey", lw=2.5, label="target")
+        ax.plot(x, run["prediction"], lw=1, label=kind)
+        ax.set_title(f"{kind}: relative error {run['error']:.3f}", fontsize=9)
+        ax.legend(loc="upper right", fontsize=7)
+    axes[-1].set_xlabel("x")
+    return fig
+
+
+def neurons(x, values):
+    """Columns of values (n, k) as functions of the input x, broken where they jump."""
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    for i in range(values.shape[1]):
+        ax.plot(_broken(x, values[:, i], 0.05), values[:, i], lw=1, label=f"neuron {i}")
+    ax.set_xlabel("input x")
+    ax.set_ylabel("sigma_i(w_i x + b_i)")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def activation_cost(ms, width):
+    """Bars: ms of CPU per kind for one activation layer's forward + backward."""
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.bar(list(ms), list(ms.values()), color=["grey", "tab:blue", "tab:orange"][:len(ms)])
+    ax.set_ylabel("ms (CPU), forward + backward")
+    ax.set_title(f"one activation layer on a (128, {width}) batch", fontsize=9)
+    return fig

@@ -1,0 +1,177 @@
+"""Lesson 3's training runs (TMAF: the smooth and the oscillatory target, images) as trials.
+
+Every run compares activations in one network shape from one seed; the pieces:
+
+    activation(kind, breakpoints)  a factory n -> activation layer ("ReLU", "PReLU",
+                                   "TMAF", "tri-TMAF"); TMAF kinds start as ReLU
+    mlp(n_in, width, depth, n_out, act, seed)
+    train_regression(...)          Adam, lr 0.01, x0.3 every third of the epochs
+    relative_error(pred, y)        ||f_hat - f||_2 / ||f||_2, our error measure
+
+and one trial function per experiment, each taking every setting it needs (its
+seed included) from a settings dict, so it gives the same numbers on any worker:
+
+    smooth_trial       kind, depth, width, seed, n (samples), epochs -> error
+    oscillatory_trial  kind, seed, n, epochs -> error, prediction and 4 first-layer
+                       neurons on GRID
+    image_trial        dataset, kind, depth, width, seed, n_train, n_test, epochs
+                       -> test accuracy and per-epoch curves
+
+step_cost() is the lesson's timing, not a trial: see its docstring.
+"""
+import functools
+import time
+
+import numpy as np  # host-side data, errors and timings
+
+import datasets
+import tinyunits as tu
+from tinyunits import nn, optim
+from tinyunits.train import evaluate, fit
+
+SMOOTH_BREAKPOINTS = [-1.0, -0.5, 0.0, 0.5, 1.0]   # the smooth target's and the images'
+OSC_BREAKPOINTS = np.linspace(-2.0, 2.0, 9).tolist()  # spacing 0.5, 0 among them
+GRID = np.linspace(0, 1, 2001, dtype=np.float32)[:, None]  # where the oscillatory fits are read
+
+
+def activation(kind, breakpoints=None):
+    """A factory n -> activation layer of the given kind."""
+    return {"ReLU": lambda n: nn.ReLU(),
+            "PReLU": lambda n: nn.TMAF(n, [0.0], init="leaky", negative_slope=0.25),
+            "TMAF": lambda n: nn.TMAF(n, breakpoints, init="relu"),
+            "tri-TMAF": lambda n: nn.TMAF(n, breakpoints, kind="tridiagonal", init="relu"),
+            }[kind]
+
+
+def mlp(n_in, width, depth, n_out, act, seed):
+    """n_in -> [width, act] x depth -> n_out, initialised from `seed`."""
+    tu.manual_seed(seed)
+    layers, fan_in = [], n_in
+    for _ in range(depth):
+        layers += [nn.Linear(fan_in, width), act(width)]
+        fan_in = width
+    return nn.Sequential(*layers, nn.Linear(fan_in, n_out))
+
+
+def predict(model, x):
+    """The model's outputs on x, a host array (n, outputs)."""
+    with tu.no_grad():
+        return model(tu.tensor(x)).numpy()
+
+
+def relative_error(pred, y):
+    """||f_hat - f||_2 / ||f||_2 over held-out points: our error measure (the paper's is lost)."""
+    return float(np.linalg.norm(pred - y) / np.linalg.norm(y))
+
+
+def train_regression(model, x, y, epochs, seed):
+    opt = optim.Adam(model.parameters(), lr=0.01)
+    sched = optim.StepLR(opt, step_size=max(epochs // 3, 1), gamma=0.3)
+    fit(model, nn.functional.mse_loss, opt, (x, y[:, None]), epochs=epochs, batch_size=64,
+        scheduler=sched, seed=seed)
+    return model
+
+
+def smooth_trial(s):
+    """sin(pi x1) sin(pi x2) from s["n"] samples -> {"error"} on 2000 fresh points."""
+    tu.set_default_dtype("float32")
+    x, y = datasets.tmaf_smooth_target(s["n"], seed=0)
+    x_test, y_test = datasets.tmaf_smooth_target(2000, seed=1)
+    model = mlp(2, s["width"], s["depth"], 1, activation(s["kind"], SMOOTH_BREAKPOINTS), s["seed"])
+    train_regression(model, x, y, s["epochs"], s["seed"])
+    return {"error": relative_error(predict(model, x_test)[:, 0], y_test)}
+
+
+def oscillatory_trial(s):
+    """sin(2 pi x) + 0.5 sin(20 pi x) with a 1-32-32-1 net -> {"error", "prediction",
+    "neurons"}: the relative error and the fit on GRID, and the first hidden layer's
+    first four neurons there, sigma_i(w_i x + b_i)."""
+    tu.set_default_dtype("float32")
+    x, y = datasets.tmaf_oscillatory_target(s["n"], seed=0)
+    model = mlp(1, 32, 2, 1, activation(s["kind"], OSC_BREAKPOINTS), s["seed"])
+    train_regression(model, x, y, s["epochs"], s["seed"])
+    prediction = predict(model, GRID)[:, 0]
+    return {"error": relative_error(prediction, datasets.tmaf_oscillatory_fn(GRID)),
+            "prediction": prediction, "neurons": predict(nn.Sequential(*model[:2]), GRID)[:, :4]}
+
+
+@functools.lru_cache(maxsize=2)  # each run of a worker reads the files once
+def images(dataset):
+    """(x_train, y_train, x_test, y_test) of "MNIST" or "Fashion-MNIST"; do not modify."""
+    return {"MNIST": datasets.load_mnist, "Fashion-MNIST": datasets.load_fashion_mnist}[dataset]()
+
+
+def image_dataset():
+    """MNIST when its files are present, otherwise Fashion-MNIST."""
+    try:
+        images("MNIST")
+        return "MNIST"
+    except datasets.DatasetNotFoundError:
+        return "Fashion-MNIST"
+
+
+def image_trial(s):
+    """A fully connected classifier, Adam at lr 1e-3, batches of 128 -> {"accuracy"} on
+    the first s["n_test"] test images after the last epoch, and the per-epoch curves
+    "train loss", "test loss", "test accuracy"."""
+    tu.set_default_dtype("float32")
+    x_tr, y_tr, x_te, y_te = images(s["dataset"])
+    x_tr, y_tr = x_tr[:s["n_train"]].reshape(s["n_train"], -1), y_tr[:s["n_train"]]
+    x_te, y_te = x_te[:s["n_test"]].reshape(s["n_test"], -1), y_te[:s["n_test"]]
+    model = mlp(784, s["width"], s["depth"], 10, activation(s["kind"], SMOOTH_BREAKPOINTS),
+                s["seed"])
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    history = fit(model, nn.functional.cross_entropy, opt, (x_tr, y_tr), val_data=(x_te, y_te),
+                  epochs=s["epochs"], batch_size=128, seed=s["seed"])
+    return {"accuracy": evaluate(model, x_te, y_te)[1], "train loss": history["train_loss"],
+            "test loss": history["val_loss"], "test accuracy": history["val_metric"]}
+
+
+def fastest_cpu_ms(fn, repeats):
+    """The least-disturbed CPU time of fn(), in ms."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.process_time()
+        fn()
+        times.append(time.process_time() - t0)
+    return 1000 * min(times)
+
+
+def step_cost(kinds, dataset, width, steps, repeats):
+    """What a training step and an activation layer cost, per kind, in ms.
+
+    Not a trial, and never run through a sweep: it measures this process on this
+    machine now. The kinds take turns, step by step, so that a burst of load from
+    other processes hits all alike; as separate trials they would run at other
+    times or side by side on parallel workers, each slowing the others, and a
+    re-run would read old timings from the store instead of measuring.
+
+    -> {"step_cpu", "step_wall", "activation_cpu"}, each {kind: ms}: a 784-width-
+    width-10 MLP's SGD step on 128 images, fastest of `steps` (after two warm-up
+    rounds), in CPU and in wall time; one activation layer's forward and backward
+    on a (128, width) batch, least CPU time of `repeats`.
+    """
+    x, y = images(dataset)[:2]
+    xb, yb = tu.tensor(x[:128].reshape(128, -1)), tu.tensor(y[:128])
+    nets = {kind: mlp(784, width, 2, 10, activation(kind, SMOOTH_BREAKPOINTS), seed=0)
+            for kind in kinds}
+    opts = {kind: optim.SGD(m.parameters(), lr=1e-3) for kind, m in nets.items()}
+    wall, cpu = {kind: [] for kind in kinds}, {kind: [] for kind in kinds}
+    for step in range(steps + 2):
+        for kind in kinds[step % len(kinds):] + kinds[:step % len(kinds)]:  # each first in turn
+            t0, c0 = time.perf_counter(), time.process_time()
+            loss = nn.functional.cross_entropy(nets[kind](xb), yb)
+            opts[kind].zero_grad()
+            loss.backward()
+            opts[kind].step()
+            if step >= 2:
+                wall[kind].append(time.perf_counter() - t0)
+                cpu[kind].append(time.process_time() - c0)
+    z = tu.tensor(np.random.default_rng(0).normal(size=(128, width)).astype(np.float32),
+                  requires_grad=True)
+    g = tu.backend.asarray(np.ones((128, width), dtype=np.float32))
+    layers = {kind: activation(kind, SMOOTH_BREAKPOINTS)(width) for kind in kinds}
+    return {"step_cpu": {kind: 1000 * min(t) for kind, t in cpu.items()},
+            "step_wall": {kind: 1000 * min(t) for kind, t in wall.items()},
+            "activation_cpu": {kind: fastest_cpu_ms(lambda: layers[kind](z).backward(g), repeats)
+                               for kind in kinds}}
