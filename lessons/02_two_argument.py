@@ -283,8 +283,8 @@ for rep, r in enumerate(runs[2]):
     random = standardised(evaluate_f(inner_net(r["pretrained"]), centres), mask)
     c, fitted, r2 = quadratic_fit(centres, learned, mask)
     c_random, _, _ = quadratic_fit(centres, random, mask)
-    analysis.append(dict(inputs=r["inputs"], mask=mask, learned=learned, fitted=fitted,
-                         random=random, c=c, r2=r2, kappa=curvature(c)))
+    analysis.append(dict(inputs=r["inputs"], centres=centres, mask=mask, learned=learned,
+                         fitted=fitted, random=random, c=c, r2=r2, kappa=curvature(c)))
     print(f"rep {rep}: f ~ " + " ".join(f"c{i + 1}={v:+.3f}" for i, v in enumerate(c))
           + f"  (quadratic R^2 {r2:.2f}); curvature {curvature(c):+.4f} "
           f"({'XOR-like saddle' if curvature(c) < 0 else 'bowl/dome'}); "
@@ -302,7 +302,7 @@ figure(plots.nonlinearities(analysis), "learned_nonlinearities.png")
 
 # %%
 tu.manual_seed(7)
-centres, mask = support(runs[2][0]["inputs"])
+centres, mask = analysis[0]["centres"], analysis[0]["mask"]
 xavier = [curvature(quadratic_fit(centres, standardised(evaluate_f(
     nn.InnerNet(2, init_weight="xavier_uniform"), centres), mask), mask)[0]) for _ in range(24)]
 xavier_negative = sum(k < 0 for k in xavier)
