@@ -1,29 +1,40 @@
-"""The lessons' trial functions (lessons/trials/): a trial run through tinyunits.sweep gives
-exactly what calling it directly gives, and a second run reads the store, computing nothing.
+"""The lessons' trial functions (lessons/trials/) and _lesson.grid, which runs them.
 
-One block of tests per lesson, each test named test_<unit>_*.
+A trial run through tinyunits.sweep must give exactly what calling it directly
+gives (the store keeps numbers and arrays, nothing is lost or rounded), and a
+second run of the same sweep must compute nothing. One block of tests per lesson,
+each test named test_<unit>_*.
 """
+import argparse
 import os
 import sys
 
 import numpy as np
 import pytest
 
-from tinyunits import sweep
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # lessons.trials and datasets from this checkout
+sys.path.insert(0, ROOT)  # lessons/ and datasets.py of this checkout
+
+from lessons import _lesson  # noqa: E402
+from tinyunits import sweep  # noqa: E402
 
 
-def assert_same_result(direct, swept, where=""):
-    """Equal keys and values, arrays bit for bit with their dtype, lists element by element."""
-    assert isinstance(swept, dict) and sorted(swept) == sorted(direct), where
-    for key, value in direct.items():
-        if isinstance(value, np.ndarray):
-            assert swept[key].dtype == value.dtype and np.array_equal(swept[key], value), \
-                f"{where}[{key!r}]"
-        else:
-            assert swept[key] == value and type(swept[key]) is type(value), f"{where}[{key!r}]"
+def assert_same(direct, stored, where="result"):
+    """Equal values, arrays equal in dtype, shape and every element; lists for tuples."""
+    if isinstance(direct, dict):
+        assert isinstance(stored, dict) and sorted(direct) == sorted(stored), where
+        for key in direct:
+            assert_same(direct[key], stored[key], f"{where}[{key!r}]")
+    elif isinstance(direct, (list, tuple)):
+        assert isinstance(stored, list) and len(direct) == len(stored), where
+        for i, (a, b) in enumerate(zip(direct, stored)):
+            assert_same(a, b, f"{where}[{i}]")
+    elif isinstance(direct, np.ndarray):
+        assert isinstance(stored, np.ndarray), where
+        assert (stored.dtype, stored.shape) == (direct.dtype, direct.shape), where
+        assert np.array_equal(stored, direct), where
+    else:
+        assert type(stored) in (type(direct), float) and stored == direct, (where, direct, stored)
 
 
 def swept_twice(fn, settings, store):
@@ -40,6 +51,71 @@ def swept_twice(fn, settings, store):
     return first[0], second[0], len(calls)
 
 
+# --------------------------------------------------------------------------- _lesson.grid
+def count_calls(calls):
+    def fn(settings):
+        calls.append(settings)
+        return {"seed": settings["seed"], "square": settings["seed"] ** 2}
+    return fn
+
+
+TRIALS = [dict(seed=s) for s in (3, 1, 2)]
+
+
+def test_grid_outside_full_calls_fn_for_each_trial_in_order_and_stores_nothing(
+        tmp_path, monkeypatch):
+    store = tmp_path / "s.sqlite"
+    monkeypatch.setattr(_lesson, "MODE", "quick")
+    monkeypatch.setattr(_lesson, "STORE", str(store))
+    calls = []
+    results = _lesson.grid("test-grid", count_calls(calls), TRIALS)
+    assert calls == TRIALS
+    assert results == [{"seed": s, "square": s * s} for s in (3, 1, 2)]
+    assert not store.exists()
+
+
+def test_grid_in_full_stores_every_trial_and_a_second_call_computes_none(tmp_path, monkeypatch):
+    store = tmp_path / "s.sqlite"
+    monkeypatch.setattr(_lesson, "MODE", "full")
+    monkeypatch.setattr(_lesson, "ARGS", argparse.Namespace(workers=None, scheduler=None))
+    monkeypatch.setattr(_lesson, "STORE", str(store))
+    calls = []
+    first = _lesson.grid("test-grid", count_calls(calls), TRIALS)
+    assert sorted(c["seed"] for c in calls) == [1, 2, 3]
+    rows = sweep.load("test-grid", str(store))
+    assert sorted((r["settings"]["seed"], r["status"]) for r in rows) == \
+        [(1, "done"), (2, "done"), (3, "done")]
+    again = []
+    second = _lesson.grid("test-grid", count_calls(again), TRIALS)
+    assert again == []
+    assert first == second == [{"seed": s, "square": s * s} for s in (3, 1, 2)]
+
+
+# --------------------------------------------------------------------------- lesson 2: two_argument
+def two_argument_settings(n_args):
+    return dict(n_args=n_args, width=8, rep=1, data="Fashion-MNIST", n_train=200, n_val=50,
+                n_test=100, pre_epochs=1, epochs=1, patience=None, attack_images=20,
+                attack_steps=1, analysis_images=20)
+
+
+@pytest.mark.parametrize("n_args", [2, 1, 0], ids=["2-arg", "1-arg", "ReLU"])
+def test_two_argument_session_trial_through_sweep_is_the_direct_call(n_args, tmp_path):
+    from lessons.trials import two_argument
+    settings = two_argument_settings(n_args)
+    direct = two_argument.session_trial(settings)
+    first, again, calls = swept_twice(two_argument.session_trial, settings,
+                                      str(tmp_path / "s.sqlite"))
+    assert calls == 1
+    assert_same(direct, first, "computed by the sweep")
+    assert_same(direct, again, "read from the store")
+    expected = {"test2", "test3", "curve2", "curve3", "pgd"}
+    expected |= {"r2", "session1", "unchanged"} if n_args else set()
+    expected |= {"frames", "pretrained", "inner", "inputs"} if n_args == 2 else set()
+    assert set(direct) == expected
+    assert len(direct["pgd"]) == len(two_argument.EPSILONS)
+    assert direct.get("unchanged", True) is True
+
+
 # --------------------------------------------------------------------------- lesson 3: TMAF
 @pytest.fixture(scope="module")
 def tmaf_trials():
@@ -51,8 +127,8 @@ def _tmaf_check(fn, settings, tmp_path):
     direct = fn(dict(settings))
     first, second, calls = swept_twice(fn, settings, str(tmp_path / "s.sqlite"))
     assert calls == 1, f"{fn.__name__}: {calls} calls for one trial over two runs"
-    assert_same_result(direct, first, f"{fn.__name__}, computed by the sweep")
-    assert_same_result(direct, second, f"{fn.__name__}, read from the store")
+    assert_same(direct, first, f"{fn.__name__}, computed by the sweep")
+    assert_same(direct, second, f"{fn.__name__}, read from the store")
     return direct
 
 
