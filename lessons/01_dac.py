@@ -45,8 +45,7 @@ from lessons.plots import dac as plots
 from lessons.trials import dac as trials  # the training runs: models and recipes
 from lessons.trials.dac import predict, set_param
 
-args, SIZE = setup("01_dac", "Lesson 1: DAC units (pre-activation with unshared biases)",
-                   full="the paper's settings (hours)")
+args, SIZE = setup("01_dac", "Lesson 1: DAC units (unshared biases)", full="the paper's settings (hours)")
 tu.manual_seed(0)
 results = Results("paper")
 
@@ -104,26 +103,32 @@ def count_dense_operations(m, n):
     return 1 + (dac_bias_adds - shared_bias_adds) / linear  # growth over the 2 m n of the weights
 
 
-print(f"\n{'layer':<22}{'params x':>12}{'formula':>10}{'FLOPs x':>12}{'formula':>10}{'by loop':>10}")
-for m, n in [(14, 16), (200, 200)]:
-    c, loop = section4_counts(nn.DACLinear(m, n)), count_dense_operations(m, n)
-    print(f"{f'dense {m}->{n}':<22}{c['parameter_increase']:>12.4f}{2 - 1 / n:>10.4f}"
-          f"{c['flop_increase']:>12.4f}{1.5 - 1 / (2 * n):>10.4f}{loop:>10.4f}")
+def section4_growth(n, L=None):
+    """Section 4's formulas: (parameters, FLOPs) of the DAC connection over the standard one,
+    for a dense layer of n units or, given L, an L x L convolution with n kernels."""
+    if L is None:
+        return 2 - 1 / n, 1.5 - 1 / (2 * n)
+    return 1 + 1 / L ** 2 - 1 / (n * L ** 2), 1 + 0.5 / L ** 2 * (1 - 1 / n)
+
+
+# name -> (the library's counts, the formulas, the loop's count)
+counted = {f"dense {m}->{n}": (section4_counts(nn.DACLinear(m, n)), section4_growth(n),
+                               count_dense_operations(m, n)) for m, n in [(14, 16), (200, 200)]}
 for m, n, L in [(16, 16, 3), (64, 64, 3), (64, 64, 1)]:
-    c = section4_counts(nn.DACConv2d(m, n, L, padding=L // 2), input_hw=(8, 8))
-    print(f"{f'conv {m}->{n} {L}x{L}':<22}{c['parameter_increase']:>12.4f}"
-          f"{1 + 1 / L ** 2 - 1 / (n * L ** 2):>10.4f}{c['flop_increase']:>12.4f}"
-          f"{1 + 0.5 / L ** 2 * (1 - 1 / n):>10.4f}{'':>10}")
-c = section4_counts(nn.DACConv2d(64, 64, 3, padding=1), input_hw=(8, 8))
+    conv = nn.DACConv2d(m, n, L, padding=L // 2)
+    counted[f"conv {m}->{n} {L}x{L}"] = (section4_counts(conv, input_hw=(8, 8)), section4_growth(n, L), None)
+print(f"\n{'layer':<22}{'params x':>12}{'formula':>10}{'FLOPs x':>12}{'formula':>10}{'by loop':>10}")
+for name, (c, (formula_p, formula_f), loop) in counted.items():
+    print(f"{name:<22}{c['parameter_increase']:>12.4f}{formula_p:>10.4f}{c['flop_increase']:>12.4f}"
+          f"{formula_f:>10.4f}{'' if loop is None else f'{loop:.4f}':>10}")
+c = counted["conv 64->64 3x3"][0]
+more_p, more_f = 100 * (c["parameter_increase"] - 1), 100 * (c["flop_increase"] - 1)  # in %
 results.append(("3x3 conv: parameters / FLOPs growth", "+11 % / +5.5 %",
-                f"+{100 * (c['parameter_increase'] - 1):.1f} % / +{100 * (c['flop_increase'] - 1):.1f} %",
-                round(100 * (c["parameter_increase"] - 1)) == 11
-                and round(100 * (c["flop_increase"] - 1), 1) == 5.5))
-c = section4_counts(nn.DACLinear(200, 200))
+                f"+{more_p:.1f} % / +{more_f:.1f} %", round(more_p) == 11 and round(more_f, 1) == 5.5))
+c, formulas, _ = counted["dense 200->200"]
 results.append(("dense 200->200: parameters / FLOPs", "x(2-1/n) / x(1.5-1/2n)",
                 f"x{c['parameter_increase']:.3f} / x{c['flop_increase']:.4f}",
-                math.isclose(c["parameter_increase"], 2 - 1 / 200)
-                and math.isclose(c["flop_increase"], 1.5 - 1 / 400)))
+                all(map(math.isclose, (c["parameter_increase"], c["flop_increase"]), formulas))))
 
 # %% [markdown]
 # (The "by loop" column is 1 + (DAC bias additions - shared bias additions) /
@@ -145,7 +150,9 @@ set_param(unit.bias, [[-0.5, 0.5]])
 out7a = predict(unit, X7a.astype(np.float64))[:, 0]
 hand_ok = bool(((out7a > 1) == (y7a == 1)).all())
 print("hand-set DAC unit outputs", out7a, "-> black iff > 1:", hand_ok)
-figure(plots.figure7a_hand(X7a, y7a, [-0.5, 0.5], out7a), "figure7a_hand.png")
+shifted = X7a + np.array([-0.5, 0.5])                  # (ii) each connection adds its own bias
+stages = {"(i) points": X7a, "(ii) + biases": shifted, "(iii) ReLU": np.maximum(shifted, 0)}
+figure(plots.figure7a_hand(stages, y7a, out7a), "figure7a_hand.png")
 
 # %% [markdown]
 # Now learned: one DAC unit followed by a scalar threshold (a Linear(1, 1)), and a
@@ -160,8 +167,7 @@ figure(plots.figure7a_hand(X7a, y7a, [-0.5, 0.5], out7a), "figure7a_hand.png")
 # of them here, or in `--full` as a stored, resumable sweep (`--workers N`).
 
 # %%
-SEEDS_7 = {"tiny": 2, "quick": 10, "full": 20}[SIZE]
-STEPS_7 = {"tiny": 100, "quick": 600, "full": 2000}[SIZE]
+SEEDS_7, STEPS_7 = trials.SIZES[SIZE]["figure7"]
 runs = grid("dac-fig7a", trials.figure7a_trial, [dict(model=m, seed=seed, steps=STEPS_7)
                                                  for m in ("dac", "standard") for seed in range(SEEDS_7)])
 runs_7a = {"DAC unit": runs[:SEEDS_7], "standard unit": runs[SEEDS_7:]}
@@ -198,27 +204,25 @@ hand_b_ok = bool(((g_hand > 0) == (y7b == 1)).all())
 print(f"7b hand-set: g(f(x)) > 0 exactly on the blue points: {hand_b_ok}")
 
 
-MODELS_7B = ("dac2", "standard2", "standard4")  # trials.FIGURE_7B: 2 DAC units; 2 or 4 standard
+MODELS_7B = {"dac2": "DAC 2 units", "standard2": "standard 2 units", "standard4": "standard 4 units"}
 runs = grid("dac-fig7b", trials.figure7b_trial, [dict(model=m, seed=seed, steps=3 * STEPS_7)
                                                  for m in MODELS_7B for seed in range(SEEDS_7)])
 runs_7b = {m: runs[i * SEEDS_7:(i + 1) * SEEDS_7] for i, m in enumerate(MODELS_7B)}
 best_7b = {m: max(rs, key=lambda r: r["accuracy"]) for m, rs in runs_7b.items()}
 acc_7b = {m: 100 * best_7b[m]["accuracy"] for m in MODELS_7B}
 wins_7b = {m: sum(r["accuracy"] == 1.0 for r in rs) for m, rs in runs_7b.items()}
-print(f"7b learned, best training accuracy (starts reaching 100 %) over {SEEDS_7} seeds: "
-      f"DAC 2 units {acc_7b['dac2']:.1f} % ({wins_7b['dac2']}), standard 2 units "
-      f"{acc_7b['standard2']:.1f} % ({wins_7b['standard2']}), standard 4 units "
-      f"{acc_7b['standard4']:.1f} % ({wins_7b['standard4']}); all-green guess {100 * (1 - y7b.mean()):.1f} %")
+print(f"7b learned, best training accuracy (starts reaching 100 %) over {SEEDS_7} seeds: " + ", ".join(
+      f"{label} {acc_7b[m]:.1f} % ({wins_7b[m]})" for m, label in MODELS_7B.items())
+      + f"; all-green guess {100 * (1 - y7b.mean()):.1f} %")
 for name, run in best_7b.items():
     model = trials.trained_model(trials.FIGURE_7B, name, run["state"])
     figure(plot.decision_regions(model, X7b, y7b, out(f"figure7b_{name}.png"),
                                  title=f"Figure 7b learned: {name}"))
+dac2, std2, std4 = (wins_7b[m] for m in MODELS_7B)
 results.append(("Fig 7b: 2 DAC units separate the square", "yes (hand-set)",
-                f"hand {'yes' if hand_b_ok else 'no'}; learned {wins_7b['dac2']}/{SEEDS_7}",
-                hand_b_ok and wins_7b["dac2"] > 0))
+                f"hand {'yes' if hand_b_ok else 'no'}; learned {dac2}/{SEEDS_7}", hand_b_ok and dac2 > 0))
 results.append(("Fig 7b: 2 standard units cannot, 4 can", "cannot / can",
-                f"{wins_7b['standard2']}/{SEEDS_7} / {wins_7b['standard4']}/{SEEDS_7}",
-                wins_7b["standard2"] == 0 and wins_7b["standard4"] > 0))
+                f"{std2}/{SEEDS_7} / {std4}/{SEEDS_7}", std2 == 0 and std4 > 0))
 
 # %% [markdown]
 # ## 3. Theorem C.1: piecewise-linear functions with 2k parameters
@@ -250,9 +254,7 @@ results.append(("Fig 7b: 2 standard units cannot, 4 can", "cannot / can",
 # starts outside the data never moves).
 
 # %%
-K = {"tiny": 3, "quick": 4, "full": 6}[SIZE]
-STEPS_PL = {"tiny": 200, "quick": 3000, "full": 10000}[SIZE]
-N_PL = {"tiny": 1, "quick": 4, "full": 10}[SIZE]
+K, N_PL, STEPS_PL = trials.SIZES[SIZE]["pl"]
 pl = datasets.random_pl_function(K, seed=0)
 x_rep = np.repeat(pl.x[:, None], K, axis=1)          # the input replicated k times
 exact = nn.DACLinear(K, 1).astype("float64")
@@ -286,8 +288,8 @@ for name, errs in pl_errors.items():
     print(f"{name:<34}{n_params[name]:>4} parameters   errors {' '.join(f'{e:.0e}' for e in errs)}"
           f"   below 1e-3: {wins[name]}/{N_PL}")
 x0, target0, line0, _ = trials.pl_problem(K, seed=0)
-figure(plots.theorem_c1(x0, target0[:, 0] - line0, {f"{name} ({n_params[name]} p.)": rs[0]["residual"]
-                                                    for name, rs in runs_pl.items()}, K), "theorem_c1.png")
+fits0 = {f"{name} ({n_params[name]} p.)": rs[0]["residual"] for name, rs in runs_pl.items()}
+figure(plots.theorem_c1(x0, target0[:, 0] - line0, fits0, K), "theorem_c1.png")
 dac_name, one_name = "DAC unit, k replicated inputs", "standard 1 layer, replicated"
 two_name, small_name = "standard 2 layers, k hidden", f"standard 2 layers, {hidden_small} hidden"
 results.append((f"Thm C.1(1): DAC unit = PL_{K}, 2k params", f"exact, {2 * K} p.",
@@ -341,13 +343,17 @@ report = tu.gradcheck(tiny, [tu.tensor(xs, dtype="float64")], module=tiny)
 worst = max(r.max_rel for r in report.rows)
 print(f"eq. (7) by hand vs backward: max gap {hand_gap:.1e}; gradcheck max rel err {worst:.1e}")
 print("DAC mask phi'(b_ij + x_j), rows i, columns j:\n", mask)
-print("a standard unit's mask phi'(b_j + x_j) is one row, the same for every i")
 results.append(("eq. (7) by hand = backward = numerical", "equal", f"{hand_gap:.0e} / {worst:.0e}",
                 hand_gap < 1e-12 and report.ok))
 
 shared_b = np.array([0.5, -0.6, -0.6])  # a standard layer's shared biases, for comparison
 shared_mask = np.repeat(((shared_b + xs[0]) > 0)[None].astype(float), 2, axis=0)
 figure(plots.granular_masking(shared_b, shared_mask, mask), "granular_masking.png")
+
+# %% [markdown]
+# A standard unit's mask $\varphi'(b_j + x_j)$ is one row, the same for every unit i
+# (left); the DAC layer's differs from connection to connection (right): each weight
+# $w_{ij}$ is switched on or off for its own unit, the paper's "granular masking".
 
 # %% [markdown]
 # ## 5. Regression at matched parameter counts (SGEMM, or a stated stand-in)
@@ -373,10 +379,7 @@ figure(plots.granular_masking(shared_b, shared_mask, mask), "granular_masking.pn
 # unshared biases gave a steady ~0.25 nats lower log-MSE at its widths (25-200).
 
 # %%
-WIDTHS = {"tiny": [8], "quick": [16, 32], "full": [25, 50, 100, 200]}[SIZE]
-RECIPE = {"tiny": dict(depth=2, epochs=2, batch=256, n_train=512),
-          "quick": dict(depth=3, epochs=30, batch=256, n_train=None),
-          "full": dict(depth=5, epochs=300, batch=1024, n_train=None)}[SIZE]
+WIDTHS, RECIPE = trials.SIZES[SIZE]["mlp"]
 REG_DATA, (xtr, _, xva, _, xte, _) = trials.regression_data(RECIPE["n_train"])
 print(f"regression data: {REG_DATA}; train {len(xtr)}, val {len(xva)}, test {len(xte)}")
 
@@ -388,7 +391,8 @@ def variants(w):
 
 
 # One net is `trials.regression_trial`: `trials.mlp` trained by the recipe above.
-nets = [(w, label, dict(RECIPE, width=width, dac=dac, seed=0)) for w in WIDTHS for label, width, dac in variants(w)]
+nets = [(w, label, dict(RECIPE, width=width, dac=dac, seed=0))
+        for w in WIDTHS for label, width, dac in variants(w)]
 reg = {}
 for (w, label, net), run in zip(nets, grid("dac-widths", trials.regression_trial, [n for *_, n in nets])):
     reg[w, label] = (run["test_mse"], run["n_params"])
@@ -429,12 +433,7 @@ results.append((f"x2 params, width {w_top}: biases vs weights", "biases -0.25 na
 # paper's length).
 
 # %%
-CONV = {"tiny": dict(stages=(4, 8), per_stage=(1, 1), n_train=256, n_val=128, n_test=256, epochs=1,
-                     batch=64, pool=2),
-        "quick": dict(stages=(8, 16, 32), per_stage=(1, 1, 1), n_train=6000, n_val=1000, n_test=2000,
-                      epochs=8, batch=64, pool=2),
-        "full": dict(stages=(16, 32, 64), per_stage=(7, 6, 6), n_train=50000, n_val=10000, n_test=10000,
-                     epochs=30, batch=128, pool=1)}[SIZE]
+CONV = trials.SIZES[SIZE]["vgg"]
 
 
 def network_costs(stages, per_stage, hw, in_ch):

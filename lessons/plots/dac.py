@@ -9,22 +9,20 @@ def _points(ax, x, y, labels):
                zorder=3)
 
 
-def figure7a_hand(X, y, biases, outputs):
-    """Figure 7a's four stages: (i) the points, (ii) plus the unit's biases, (iii) after
-    ReLU, (iv) the unit's outputs w . ReLU(x + b) against the threshold 1."""
-    fig, axes = plt.subplots(1, 4, figsize=(13, 3.2))
-    shifted = X + np.asarray(biases)
-    stages = [(X, "(i) points"), (shifted, "(ii) + biases"), (np.maximum(shifted, 0), "(iii) ReLU")]
-    for ax, (P, title) in zip(axes, stages):
+def figure7a_hand(stages, y, outputs):
+    """Figure 7a's stages, title -> points (the points, plus the unit's biases, after ReLU),
+    then the unit's outputs w . ReLU(x + b) against the threshold 1."""
+    fig, axes = plt.subplots(1, len(stages) + 1, figsize=(13, 3.2))
+    for ax, (title, P) in zip(axes, stages.items()):
         _points(ax, P[:, 0], P[:, 1], y)
         ax.axhline(0, color="gray", lw=0.5)
         ax.axvline(0, color="gray", lw=0.5)
         ax.set_title(title)
         ax.set_xlim(-1, 2.5)
         ax.set_ylim(-1, 3)
-    _points(axes[3], outputs, np.zeros(len(outputs)), y)
-    axes[3].axvline(1, color="blue")
-    axes[3].set_title("(iv) w . ReLU(...), threshold 1")
+    _points(axes[-1], outputs, np.zeros(len(outputs)), y)
+    axes[-1].axvline(1, color="blue")
+    axes[-1].set_title("(iv) w . ReLU(...), threshold 1")
     return fig
 
 

@@ -22,6 +22,26 @@ from tinyunits import backend, nn, optim
 from tinyunits.train import accuracy, evaluate, fit
 
 
+# What lesson 1 runs in each mode: --tiny in seconds (the test suite's smoke run), --quick
+# in a few minutes on 2 cores, --full at the paper's settings where a CPU can (hours).
+#   figure7  (seeds, steps) of each Figure 7a model; 7b trains three times the steps
+#   pl       (k, how many random PL_k, steps)
+#   mlp      (the baseline widths w, the rest of regression_trial's settings)
+#   vgg      vgg_trial's settings
+SIZES = {
+    "tiny": dict(figure7=(2, 100), pl=(3, 1, 200), mlp=([8], dict(depth=2, epochs=2, batch=256, n_train=512)),
+                 vgg=dict(stages=(4, 8), per_stage=(1, 1), n_train=256, n_val=128, n_test=256, epochs=1,
+                          batch=64, pool=2)),
+    "quick": dict(figure7=(10, 600), pl=(4, 4, 3000),
+                  mlp=([16, 32], dict(depth=3, epochs=30, batch=256, n_train=None)),
+                  vgg=dict(stages=(8, 16, 32), per_stage=(1, 1, 1), n_train=6000, n_val=1000, n_test=2000,
+                           epochs=8, batch=64, pool=2)),
+    "full": dict(figure7=(20, 2000), pl=(6, 10, 10000),
+                 mlp=([25, 50, 100, 200], dict(depth=5, epochs=300, batch=1024, n_train=None)),
+                 vgg=dict(stages=(16, 32, 64), per_stage=(7, 6, 6), n_train=50000, n_val=10000, n_test=10000,
+                          epochs=30, batch=128, pool=1))}
+
+
 def set_param(p, value):
     p.data = backend.asarray(np.asarray(value, dtype=np.float64), dtype=p.dtype)
 
