@@ -28,7 +28,11 @@
 #
 # It ends with a "paper vs ours" table. `--quick` (default) runs in a few minutes
 # on 2 cores, `--tiny` in seconds (the test suite's smoke run), `--full` uses the
-# paper's settings where a CPU can (see section 6).
+# paper's settings where a CPU can (see section 6); the sizes of each mode are
+# `SIZES` in lessons/trials/dac.py, next to the training runs themselves. In
+# `--full` every grid of runs is a sweep: each finished run is kept in
+# lessons/results/sweeps.sqlite (a re-run only redraws), and `--workers N` spreads
+# the runs over N processes.
 
 # %%
 import math
@@ -365,8 +369,9 @@ figure(plots.granular_masking(shared_b, shared_mask, mask), "granular_masking.pn
 # a DAC layer and BN loses its shift (BN'): Linear -> BN' -> DAC -> BN' -> ... -> DAC(1).
 # Recipe (section 5): Adam lr 0.01, batch 1024, L2 1e-5 on weights only, He-normal
 # weights, zero biases; the paper's nets have 5 to 16 layers and widths 16 to 250.
-# Ours: --quick widths 16 and 32, 3 layers, batch 256, 30 epochs; --full widths
-# 25 to 200, 5 layers, batch 1024, 300 epochs; both keep the best validation epoch.
+# Ours (trials.SIZES): --quick widths 16 and 32, 3 layers, batch 256, 30 epochs;
+# --full widths 25 to 200, 5 layers, batch 1024, 300 epochs; both keep the best
+# validation epoch.
 #
 # If the SGEMM file is not on this machine we use a stand-in, and say so: the
 # 2-D "random smooth map" regression of datasets.random_smooth_map (10201 grid
@@ -430,7 +435,7 @@ results.append((f"x2 params, width {w_top}: biases vs weights", "biases -0.25 na
 # slice of the training set (6000 images), 8 epochs, batch 64 (for more steps).
 # --full uses the 20/16 structure on the full 28x28 set; the paper's 80k steps
 # would take days in NumPy on a CPU, so --full trains 30 epochs (stated, not the
-# paper's length).
+# paper's length). The sizes are trials.SIZES[mode]["vgg"].
 
 # %%
 CONV = trials.SIZES[SIZE]["vgg"]
