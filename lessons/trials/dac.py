@@ -247,7 +247,8 @@ def regression_trial(settings):
 
 # --------------------------------------------------------------------------- section 5: VGG
 def vgg(stages, per_stage, dac, in_ch=1, classes=10):
-    """Plain VGG-like net; returns (model, [(DAC-able conv, input size)]) for the cost count."""
+    """Plain VGG-like net: stages of `per_stage` 3x3 convs (stride 2 where a stage starts),
+    then the head. -> (model, its convs and head: the layers DAC changes, for the cost count)."""
     layers, convs, cin = [], [], in_ch
     for s, (width, count) in enumerate(zip(stages, per_stage)):
         for i in range(count):
