@@ -207,7 +207,6 @@ g_hand = predict(f_hand, X7b.astype(np.float64)) @ np.array([1.0, -2.0]) - 1
 hand_b_ok = bool(((g_hand > 0) == (y7b == 1)).all())
 print(f"7b hand-set: g(f(x)) > 0 exactly on the blue points: {hand_b_ok}")
 
-
 MODELS_7B = {"dac2": "DAC 2 units", "standard2": "standard 2 units", "standard4": "standard 4 units"}
 runs = grid("dac-fig7b", trials.figure7b_trial, [dict(model=m, seed=seed, steps=3 * STEPS_7)
                                                  for m in MODELS_7B for seed in range(SEEDS_7)])
@@ -273,7 +272,6 @@ exact_err = np.abs(predict(exact, x_rep.astype(np.float64))[:, 0] - pl(pl.x)).ma
 two_exact_err = np.abs(predict(two_layer, pl.x[:, None].astype(np.float64))[:, 0] - pl(pl.x)).max()
 print(f"PL_{K} as one DAC unit ({exact.num_parameters()} parameters): max |error| {exact_err:.1e}; "
       f"as a two-layer standard net ({two_layer.num_parameters()} parameters): {two_exact_err:.1e}")
-
 
 # One fit is `trials.pl_trial`: the DAC unit `trials.dac_pl`, the two-layer nets
 # `trials.standard_pl`, each trained by full-batch Adam (lr 0.03) from the same start.
