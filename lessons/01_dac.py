@@ -28,52 +28,30 @@
 #
 # It ends with a "paper vs ours" table. `--quick` (default) runs in a few minutes
 # on 2 cores, `--tiny` in seconds (the test suite's smoke run), `--full` uses the
-# paper's settings where a CPU can (see section 6).
+# paper's settings where a CPU can (see section 6); the sizes of each mode are
+# `SIZES` in lessons/trials/dac.py, next to the training runs themselves. In
+# `--full` every grid of runs is a sweep: each finished run is kept in
+# lessons/results/sweeps.sqlite (a re-run only redraws), and `--workers N` spreads
+# the runs over N processes.
 
 # %%
 import math
 
-from _lesson import Results, figure, host, out, setup  # checkout, one BLAS thread, figures
+from _lesson import Results, figure, grid, host, out, setup  # checkout, one BLAS thread, figures
 
-import matplotlib.pyplot as plt
 import numpy as np  # host-side data, reference loops and printing
 
 import datasets
 import tinyunits as tu
-from tinyunits import backend, nn, optim, plot
-from tinyunits.train import accuracy, evaluate, fit
+from tinyunits import backend, nn, plot
 from tinyunits.units.dac import section4_counts
+from lessons.plots import dac as plots
+from lessons.trials import dac as trials  # the training runs: models and recipes
+from lessons.trials.dac import predict, set_param
 
-args, SIZE = setup("01_dac", "Lesson 1: DAC units (pre-activation with unshared biases)",
-                   full="the paper's settings (hours)")
+args, SIZE = setup("01_dac", "Lesson 1: DAC units (unshared biases)", full="the paper's settings (hours)")
 tu.manual_seed(0)
 results = Results("paper")
-
-
-def set_param(p, value):
-    p.data = backend.asarray(np.asarray(value, dtype=np.float64), dtype=p.dtype)
-
-
-def predict(model, X):
-    model.eval()
-    with tu.no_grad():
-        out = host(model(tu.tensor(X, dtype=str(model.parameters()[0].dtype))))
-    model.train()
-    return out
-
-
-def train_full_batch(model, loss_fn, X, y, steps, lr):
-    """Adam on the whole set each step, lr x0.3 at 50 % and 75 % of the steps."""
-    opt = optim.Adam(model.parameters(), lr=lr)
-    sched = optim.MultiStepLR(opt, [steps // 2, 3 * steps // 4], gamma=0.3)
-    Xt, yt = tu.tensor(X), tu.tensor(y)
-    for _ in range(steps):
-        loss = loss_fn(model(Xt), yt)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-    return loss_fn(model(Xt), yt).item()
 
 
 # %% [markdown]
@@ -129,26 +107,32 @@ def count_dense_operations(m, n):
     return 1 + (dac_bias_adds - shared_bias_adds) / linear  # growth over the 2 m n of the weights
 
 
-print(f"\n{'layer':<22}{'params x':>12}{'formula':>10}{'FLOPs x':>12}{'formula':>10}{'by loop':>10}")
-for m, n in [(14, 16), (200, 200)]:
-    c, loop = section4_counts(nn.DACLinear(m, n)), count_dense_operations(m, n)
-    print(f"{f'dense {m}->{n}':<22}{c['parameter_increase']:>12.4f}{2 - 1 / n:>10.4f}"
-          f"{c['flop_increase']:>12.4f}{1.5 - 1 / (2 * n):>10.4f}{loop:>10.4f}")
+def section4_growth(n, L=None):
+    """Section 4's formulas: (parameters, FLOPs) of the DAC connection over the standard one,
+    for a dense layer of n units or, given L, an L x L convolution with n kernels."""
+    if L is None:
+        return 2 - 1 / n, 1.5 - 1 / (2 * n)
+    return 1 + 1 / L ** 2 - 1 / (n * L ** 2), 1 + 0.5 / L ** 2 * (1 - 1 / n)
+
+
+# name -> (the library's counts, the formulas, the loop's count)
+counted = {f"dense {m}->{n}": (section4_counts(nn.DACLinear(m, n)), section4_growth(n),
+                               count_dense_operations(m, n)) for m, n in [(14, 16), (200, 200)]}
 for m, n, L in [(16, 16, 3), (64, 64, 3), (64, 64, 1)]:
-    c = section4_counts(nn.DACConv2d(m, n, L, padding=L // 2), input_hw=(8, 8))
-    print(f"{f'conv {m}->{n} {L}x{L}':<22}{c['parameter_increase']:>12.4f}"
-          f"{1 + 1 / L ** 2 - 1 / (n * L ** 2):>10.4f}{c['flop_increase']:>12.4f}"
-          f"{1 + 0.5 / L ** 2 * (1 - 1 / n):>10.4f}{'':>10}")
-c = section4_counts(nn.DACConv2d(64, 64, 3, padding=1), input_hw=(8, 8))
+    conv = nn.DACConv2d(m, n, L, padding=L // 2)
+    counted[f"conv {m}->{n} {L}x{L}"] = (section4_counts(conv, input_hw=(8, 8)), section4_growth(n, L), None)
+print(f"\n{'layer':<22}{'params x':>12}{'formula':>10}{'FLOPs x':>12}{'formula':>10}{'by loop':>10}")
+for name, (c, (formula_p, formula_f), loop) in counted.items():
+    print(f"{name:<22}{c['parameter_increase']:>12.4f}{formula_p:>10.4f}{c['flop_increase']:>12.4f}"
+          f"{formula_f:>10.4f}{'' if loop is None else f'{loop:.4f}':>10}")
+c = counted["conv 64->64 3x3"][0]
+more_p, more_f = 100 * (c["parameter_increase"] - 1), 100 * (c["flop_increase"] - 1)  # in %
 results.append(("3x3 conv: parameters / FLOPs growth", "+11 % / +5.5 %",
-                f"+{100 * (c['parameter_increase'] - 1):.1f} % / +{100 * (c['flop_increase'] - 1):.1f} %",
-                round(100 * (c["parameter_increase"] - 1)) == 11
-                and round(100 * (c["flop_increase"] - 1), 1) == 5.5))
-c = section4_counts(nn.DACLinear(200, 200))
+                f"+{more_p:.1f} % / +{more_f:.1f} %", round(more_p) == 11 and round(more_f, 1) == 5.5))
+c, formulas, _ = counted["dense 200->200"]
 results.append(("dense 200->200: parameters / FLOPs", "x(2-1/n) / x(1.5-1/2n)",
                 f"x{c['parameter_increase']:.3f} / x{c['flop_increase']:.4f}",
-                math.isclose(c["parameter_increase"], 2 - 1 / 200)
-                and math.isclose(c["flop_increase"], 1.5 - 1 / 400)))
+                all(map(math.isclose, (c["parameter_increase"], c["flop_increase"]), formulas))))
 
 # %% [markdown]
 # (The "by loop" column is 1 + (DAC bias additions - shared bias additions) /
@@ -170,69 +154,35 @@ set_param(unit.bias, [[-0.5, 0.5]])
 out7a = predict(unit, X7a.astype(np.float64))[:, 0]
 hand_ok = bool(((out7a > 1) == (y7a == 1)).all())
 print("hand-set DAC unit outputs", out7a, "-> black iff > 1:", hand_ok)
-
-fig, axes = plt.subplots(1, 4, figsize=(13, 3.2))
-shifted = X7a + np.array([-0.5, 0.5])
-stages = [(X7a, "(i) points"), (shifted, "(ii) + biases"), (np.maximum(shifted, 0), "(iii) ReLU")]
-for ax, (P, title) in zip(axes, stages):
-    ax.scatter(P[:, 0], P[:, 1], c=["white" if t == 0 else "black" for t in y7a], edgecolors="k", s=60)
-    ax.axhline(0, color="gray", lw=0.5)
-    ax.axvline(0, color="gray", lw=0.5)
-    ax.set_title(title)
-    ax.set_xlim(-1, 2.5)
-    ax.set_ylim(-1, 3)
-axes[3].scatter(out7a, np.zeros(3), c=["white" if t == 0 else "black" for t in y7a], edgecolors="k", s=60)
-axes[3].axvline(1, color="blue")
-axes[3].set_title("(iv) w . ReLU(...), threshold 1")
-figure(fig, "figure7a_hand.png")
+shifted = X7a + np.array([-0.5, 0.5])                  # (ii) each connection adds its own bias
+stages = {"(i) points": X7a, "(ii) + biases": shifted, "(iii) ReLU": np.maximum(shifted, 0)}
+figure(plots.figure7a_hand(stages, y7a, out7a), "figure7a_hand.png")
 
 # %% [markdown]
 # Now learned: one DAC unit followed by a scalar threshold (a Linear(1, 1)), and a
-# standard unit (Linear(2, 1)), both trained by Adam on the squared error to the
-# labels 0/1 and read with the threshold 0.5. Training from a random start
-# can fail (a connection whose ReLU is off everywhere gets no gradient), so we
-# run several seeds and report how many succeed. Biases start at N(0, 0.5^2)
-# here, not zero: with zero biases the point (0, 0) sits on every kink.
+# standard unit (Linear(2, 1)), both trained by full-batch Adam (lr 0.05) on the
+# squared error to the labels 0/1 and read with the threshold 0.5. Training from a
+# random start can fail (a connection whose ReLU is off everywhere gets no
+# gradient), so we run several seeds and report how many succeed. Biases start at
+# N(0, 0.5^2) here, not zero: with zero biases the point (0, 0) sits on every kink.
+#
+# Each start is one independent run, `trials.figure7a_trial(settings)` in
+# lessons/trials/dac.py (the models are `trials.FIGURE_7A`); `grid` runs the list
+# of them here, or in `--full` as a stored, resumable sweep (`--workers N`).
 
 # %%
-SEEDS_7 = {"tiny": 2, "quick": 10, "full": 20}[SIZE]
-STEPS_7 = {"tiny": 100, "quick": 600, "full": 2000}[SIZE]
-
-
-def learned_7a(make):
-    """Train from SEEDS_7 starts: (starts that separate, the best model by training loss)."""
-    wins, best = 0, (math.inf, None)
-    for seed in range(SEEDS_7):
-        tu.manual_seed(seed)
-        model = make()
-        loss = train_full_batch(model, nn.functional.mse_loss, X7a, y7a[:, None].astype(np.float32), STEPS_7, 0.05)
-        wins += bool(((predict(model, X7a)[:, 0] > 0.5) == (y7a == 1)).all())
-        best = min(best, (loss, model), key=lambda pair: pair[0])
-    return wins, best[1]
-
-
-def dac_then_linear(n_units, n_out):
-    """A DAC layer on the 2-D points, biases drawn from N(0, 0.5^2), then a Linear head."""
-    model = nn.Sequential(nn.DACLinear(2, n_units), nn.Linear(n_units, n_out))
-    set_param(model[0].bias, backend.host_rng().normal(0, 0.5, size=(n_units, 2)))
-    return model
-
-
-(dac_wins, dac_7a), (std_wins, std_7a) = learned_7a(lambda: dac_then_linear(1, 1)), learned_7a(lambda: nn.Linear(2, 1))
+SEEDS_7, STEPS_7 = trials.SIZES[SIZE]["figure7"]
+runs = grid("dac-fig7a", trials.figure7a_trial, [dict(model=m, seed=seed, steps=STEPS_7)
+                                                 for m in ("dac", "standard") for seed in range(SEEDS_7)])
+runs_7a = {"DAC unit": runs[:SEEDS_7], "standard unit": runs[SEEDS_7:]}
+dac_wins, std_wins = (sum(r["separates"] for r in rs) for rs in runs_7a.values())
 print(f"7a learned: DAC unit separates in {dac_wins}/{SEEDS_7} seeds, standard unit in {std_wins}/{SEEDS_7}")
 
-# The three points lie on the diagonal x1 = x2 = t: plot both learned units along it.
-t = np.linspace(-0.5, 2.5, 301, dtype=np.float32)
-fig, ax = plt.subplots(figsize=(6, 3.4))
-for model, name in ((dac_7a, "DAC unit"), (std_7a, "standard unit")):
-    ax.plot(t, predict(model, np.stack([t, t], axis=1))[:, 0], label=f"{name} (best of {SEEDS_7} starts)")
-ax.scatter(X7a[:, 0], y7a, c=["white" if v == 0 else "black" for v in y7a], edgecolors="k", s=60, zorder=3)
-ax.axhline(0.5, color="gray", ls="--", lw=0.8, label="threshold 0.5")
-ax.set_xlabel("t, the point (t, t)")
-ax.set_ylabel("output")
-ax.set_title("Figure 7a learned: one unit on the three collinear points")
-ax.legend(fontsize=7)
-figure(fig, "figure7a_learned.png")
+# The three points lie on the diagonal x1 = x2 = t: each unit's best start (lowest
+# training loss) along it.
+best_7a = {f"{name} (best of {SEEDS_7} starts)": min(rs, key=lambda r: r["loss"])["diagonal"]
+           for name, rs in runs_7a.items()}
+figure(plots.figure7a_learned(X7a, y7a, trials.DIAGONAL, best_7a), "figure7a_learned.png")
 results.append(("Fig 7a: 1 DAC unit separates 3 collinear pts", "yes (hand-set)",
                 f"hand {'yes' if hand_ok else 'no'}; learned {dac_wins}/{SEEDS_7}", hand_ok and dac_wins > 0))
 results.append(("Fig 7a: a standard unit cannot", "cannot", f"learned {std_wins}/{SEEDS_7}", std_wins == 0))
@@ -257,36 +207,25 @@ g_hand = predict(f_hand, X7b.astype(np.float64)) @ np.array([1.0, -2.0]) - 1
 hand_b_ok = bool(((g_hand > 0) == (y7b == 1)).all())
 print(f"7b hand-set: g(f(x)) > 0 exactly on the blue points: {hand_b_ok}")
 
-
-def learned_7b(make):
-    """Train from SEEDS_7 starts: (best training accuracy, starts that reach 100 %, best model)."""
-    best, wins, best_model = -1.0, 0, None
-    for seed in range(SEEDS_7):
-        tu.manual_seed(seed)
-        model = make()
-        train_full_batch(model, nn.functional.cross_entropy, X7b, y7b, 3 * STEPS_7, 0.05)
-        acc = (predict(model, X7b).argmax(1) == y7b).mean()
-        wins += bool(acc == 1.0)
-        if acc > best:
-            best, best_model = acc, model
-    return best, wins, best_model
-
-
-acc_dac, wins_dac, model_dac = learned_7b(lambda: dac_then_linear(2, 2))
-acc_std2, wins_std2, model_std2 = learned_7b(lambda: nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 2)))
-acc_std4, wins_std4, model_std4 = learned_7b(lambda: nn.Sequential(nn.Linear(2, 4), nn.ReLU(), nn.Linear(4, 2)))
-print(f"7b learned, best training accuracy (starts reaching 100 %) over {SEEDS_7} seeds: "
-      f"DAC 2 units {100 * acc_dac:.1f} % ({wins_dac}), standard 2 units {100 * acc_std2:.1f} % "
-      f"({wins_std2}), standard 4 units {100 * acc_std4:.1f} % ({wins_std4}); "
-      f"all-green guess {100 * (1 - y7b.mean()):.1f} %")
-for name, model in (("dac2", model_dac), ("standard2", model_std2), ("standard4", model_std4)):
+MODELS_7B = {"dac2": "DAC 2 units", "standard2": "standard 2 units", "standard4": "standard 4 units"}
+runs = grid("dac-fig7b", trials.figure7b_trial, [dict(model=m, seed=seed, steps=3 * STEPS_7)
+                                                 for m in MODELS_7B for seed in range(SEEDS_7)])
+runs_7b = {m: runs[i * SEEDS_7:(i + 1) * SEEDS_7] for i, m in enumerate(MODELS_7B)}
+best_7b = {m: max(rs, key=lambda r: r["accuracy"]) for m, rs in runs_7b.items()}
+acc_7b = {m: 100 * best_7b[m]["accuracy"] for m in MODELS_7B}
+wins_7b = {m: sum(r["accuracy"] == 1.0 for r in rs) for m, rs in runs_7b.items()}
+print(f"7b learned, best training accuracy (starts reaching 100 %) over {SEEDS_7} seeds: " + ", ".join(
+      f"{label} {acc_7b[m]:.1f} % ({wins_7b[m]})" for m, label in MODELS_7B.items())
+      + f"; all-green guess {100 * (1 - y7b.mean()):.1f} %")
+for name, run in best_7b.items():
+    model = trials.trained_model(trials.FIGURE_7B, name, run["state"])
     figure(plot.decision_regions(model, X7b, y7b, out(f"figure7b_{name}.png"),
                                  title=f"Figure 7b learned: {name}"))
+dac2, std2, std4 = (wins_7b[m] for m in MODELS_7B)
 results.append(("Fig 7b: 2 DAC units separate the square", "yes (hand-set)",
-                f"hand {'yes' if hand_b_ok else 'no'}; learned {wins_dac}/{SEEDS_7}",
-                hand_b_ok and acc_dac == 1.0))
+                f"hand {'yes' if hand_b_ok else 'no'}; learned {dac2}/{SEEDS_7}", hand_b_ok and dac2 > 0))
 results.append(("Fig 7b: 2 standard units cannot, 4 can", "cannot / can",
-                f"{wins_std2}/{SEEDS_7} / {wins_std4}/{SEEDS_7}", wins_std2 == 0 and wins_std4 > 0))
+                f"{std2}/{SEEDS_7} / {std4}/{SEEDS_7}", std2 == 0 and std4 > 0))
 
 # %% [markdown]
 # ## 3. Theorem C.1: piecewise-linear functions with 2k parameters
@@ -318,9 +257,7 @@ results.append(("Fig 7b: 2 standard units cannot, 4 can", "cannot / can",
 # starts outside the data never moves).
 
 # %%
-K = {"tiny": 3, "quick": 4, "full": 6}[SIZE]
-STEPS_PL = {"tiny": 200, "quick": 3000, "full": 10000}[SIZE]
-N_PL = {"tiny": 1, "quick": 4, "full": 10}[SIZE]
+K, N_PL, STEPS_PL = trials.SIZES[SIZE]["pl"]
 pl = datasets.random_pl_function(K, seed=0)
 x_rep = np.repeat(pl.x[:, None], K, axis=1)          # the input replicated k times
 exact = nn.DACLinear(K, 1).astype("float64")
@@ -336,57 +273,25 @@ two_exact_err = np.abs(predict(two_layer, pl.x[:, None].astype(np.float64))[:, 0
 print(f"PL_{K} as one DAC unit ({exact.num_parameters()} parameters): max |error| {exact_err:.1e}; "
       f"as a two-layer standard net ({two_layer.num_parameters()} parameters): {two_exact_err:.1e}")
 
-
-def knots(count):
-    """Starting kinks spread over [-1, 1): none starts outside, where a ReLU would be dead."""
-    return -1 + 2 * np.arange(count) / count
-
-
-def dac_pl():
-    unit = nn.DACLinear(K, 1)
-    set_param(unit.bias, -knots(K)[None, :])
-    return unit
-
-
-def standard_pl(hidden):
-    """Linear(1, h) -> ReLU -> Linear(h, 1), its h kinks started where the DAC unit's are."""
-    model = nn.Sequential(nn.Linear(1, hidden), nn.ReLU(), nn.Linear(hidden, 1))
-    set_param(model[0].weight, np.ones((hidden, 1)))
-    set_param(model[0].bias, -knots(hidden))
-    return model
-
-
+# One fit is `trials.pl_trial`: the DAC unit `trials.dac_pl`, the two-layer nets
+# `trials.standard_pl`, each trained by full-batch Adam (lr 0.03) from the same start.
 hidden_small = (2 * K - 1) // 3  # the widest two-layer standard net with at most 2k parameters
-models_pl = {"DAC unit, k replicated inputs": (dac_pl, True),
-             "standard 1 layer, replicated": (lambda: nn.Sequential(nn.Linear(K, 1), nn.ReLU()), True),
-             "standard 2 layers, k hidden": (lambda: standard_pl(K), False),
-             f"standard 2 layers, {hidden_small} hidden": (lambda: standard_pl(hidden_small), False)}
-pl_errors = {name: [] for name in models_pl}
-n_params = {}
-fig, ax = plt.subplots(figsize=(6, 4))
-for seed in range(N_PL):
-    f = datasets.random_pl_function(K, seed=seed)
-    target = ((f.y - f.y.mean()) / f.y.std())[:, None]                # standardised: easier for Adam
-    line = np.polyval(np.polyfit(f.x, target[:, 0], 1), f.x)
-    line_mse = np.mean((target[:, 0] - line) ** 2)
-    if seed == 0:
-        ax.plot(f.x, target[:, 0] - line, "k", lw=3, alpha=0.3, label=f"random PL_{K}, seed 0")
-    for name, (make, replicated) in models_pl.items():
-        inputs = np.repeat(f.x[:, None], K, axis=1) if replicated else f.x[:, None]
-        tu.manual_seed(0)
-        model = make()
-        n_params[name] = model.num_parameters()
-        err = train_full_batch(model, nn.functional.mse_loss, inputs, target, STEPS_PL, 0.03) / line_mse
-        pl_errors[name].append(err)
-        if seed == 0:
-            ax.plot(f.x, predict(model, inputs)[:, 0] - line, lw=1, label=f"{name} ({n_params[name]} p.)")
-ax.legend(fontsize=7)
-ax.set_title("Theorem C.1: fits of a random PL_k, its best straight line subtracted", fontsize=9)
-figure(fig, "theorem_c1.png")
+models_pl = {"DAC unit, k replicated inputs": dict(model="dac"),
+             "standard 1 layer, replicated": dict(model="standard1"),
+             "standard 2 layers, k hidden": dict(model="standard2", hidden=K),
+             f"standard 2 layers, {hidden_small} hidden": dict(model="standard2", hidden=hidden_small)}
+runs = grid("dac-plk", trials.pl_trial, [dict(m, k=K, seed=seed, steps=STEPS_PL)
+                                         for m in models_pl.values() for seed in range(N_PL)])
+runs_pl = {name: runs[i * N_PL:(i + 1) * N_PL] for i, name in enumerate(models_pl)}
+pl_errors = {name: [r["error"] for r in rs] for name, rs in runs_pl.items()}
+n_params = {name: rs[0]["n_params"] for name, rs in runs_pl.items()}
 wins = {name: sum(e < 1e-3 for e in errs) for name, errs in pl_errors.items()}
 for name, errs in pl_errors.items():
     print(f"{name:<34}{n_params[name]:>4} parameters   errors {' '.join(f'{e:.0e}' for e in errs)}"
           f"   below 1e-3: {wins[name]}/{N_PL}")
+x0, target0, line0, _ = trials.pl_problem(K, seed=0)
+fits0 = {f"{name} ({n_params[name]} p.)": rs[0]["residual"] for name, rs in runs_pl.items()}
+figure(plots.theorem_c1(x0, target0[:, 0] - line0, fits0, K), "theorem_c1.png")
 dac_name, one_name = "DAC unit, k replicated inputs", "standard 1 layer, replicated"
 two_name, small_name = "standard 2 layers, k hidden", f"standard 2 layers, {hidden_small} hidden"
 results.append((f"Thm C.1(1): DAC unit = PL_{K}, 2k params", f"exact, {2 * K} p.",
@@ -440,24 +345,17 @@ report = tu.gradcheck(tiny, [tu.tensor(xs, dtype="float64")], module=tiny)
 worst = max(r.max_rel for r in report.rows)
 print(f"eq. (7) by hand vs backward: max gap {hand_gap:.1e}; gradcheck max rel err {worst:.1e}")
 print("DAC mask phi'(b_ij + x_j), rows i, columns j:\n", mask)
-print("a standard unit's mask phi'(b_j + x_j) is one row, the same for every i")
 results.append(("eq. (7) by hand = backward = numerical", "equal", f"{hand_gap:.0e} / {worst:.0e}",
                 hand_gap < 1e-12 and report.ok))
 
-fig, axes = plt.subplots(1, 2, figsize=(7, 2.6))
 shared_b = np.array([0.5, -0.6, -0.6])  # a standard layer's shared biases, for comparison
 shared_mask = np.repeat(((shared_b + xs[0]) > 0)[None].astype(float), 2, axis=0)
-for ax, M, title in ((axes[0], shared_mask, f"standard, b = {shared_b}: one mask per input j"),
-                     (axes[1], mask, "DAC: one mask per connection (i, j)")):
-    ax.imshow(M, cmap="gray", vmin=0, vmax=1)
-    for (i, j), v in np.ndenumerate(M):
-        ax.text(j, i, f"{v:.0f}", ha="center", va="center", color="red")
-    ax.set_xticks(range(3))
-    ax.set_yticks(range(2))
-    ax.set_xlabel("input j")
-    ax.set_ylabel("unit i")
-    ax.set_title(title, fontsize=8)
-figure(fig, "granular_masking.png")
+figure(plots.granular_masking(shared_b, shared_mask, mask), "granular_masking.png")
+
+# %% [markdown]
+# A standard unit's mask $\varphi'(b_j + x_j)$ is one row, the same for every unit i
+# (left); the DAC layer's differs from connection to connection (right): each weight
+# $w_{ij}$ is switched on or off for its own unit, the paper's "granular masking".
 
 # %% [markdown]
 # ## 5. Regression at matched parameter counts (SGEMM, or a stated stand-in)
@@ -469,8 +367,9 @@ figure(fig, "granular_masking.png")
 # a DAC layer and BN loses its shift (BN'): Linear -> BN' -> DAC -> BN' -> ... -> DAC(1).
 # Recipe (section 5): Adam lr 0.01, batch 1024, L2 1e-5 on weights only, He-normal
 # weights, zero biases; the paper's nets have 5 to 16 layers and widths 16 to 250.
-# Ours: --quick widths 16 and 32, 3 layers, batch 256, 30 epochs; --full widths
-# 25 to 200, 5 layers, batch 1024, 300 epochs; both keep the best validation epoch.
+# Ours (trials.SIZES): --quick widths 16 and 32, 3 layers, batch 256, 30 epochs;
+# --full widths 25 to 200, 5 layers, batch 1024, 300 epochs; both keep the best
+# validation epoch.
 #
 # If the SGEMM file is not on this machine we use a stand-in, and say so: the
 # 2-D "random smooth map" regression of datasets.random_smooth_map (10201 grid
@@ -483,101 +382,28 @@ figure(fig, "granular_masking.png")
 # unshared biases gave a steady ~0.25 nats lower log-MSE at its widths (25-200).
 
 # %%
-try:
-    xtr, ytr, xva, yva, xte, yte = datasets.load_sgemm()
-    REG_DATA = "SGEMM"
-except datasets.DatasetNotFoundError:
-    Xs, zs = datasets.random_smooth_map(seed=0)
-    zs = (zs - zs.mean()) / zs.std()
-    xa, ya, xte, yte = datasets.train_val_split(Xs, zs, val_fraction=0.15, seed=0)
-    xtr, ytr, xva, yva = datasets.train_val_split(xa, ya, val_fraction=0.15 / 0.85, seed=1)
-    xm, xs_ = xtr.mean(0), xtr.std(0)
-    xtr, xva, xte = ((a - xm) / xs_ for a in (xtr, xva, xte))
-    REG_DATA = "stand-in: random smooth map (SGEMM file absent)"
-ytr, yva, yte = (a[:, None].astype(np.float32) for a in (ytr, yva, yte))
-xtr, xva, xte = (a.astype(np.float32) for a in (xtr, xva, xte))
-if SIZE == "tiny":
-    xtr, ytr = xtr[:512], ytr[:512]
+WIDTHS, RECIPE = trials.SIZES[SIZE]["mlp"]
+REG_DATA, (xtr, _, xva, _, xte, _) = trials.regression_data(RECIPE["n_train"])
 print(f"regression data: {REG_DATA}; train {len(xtr)}, val {len(xva)}, test {len(xte)}")
 
-WIDTHS = {"tiny": [8], "quick": [16, 32], "full": [25, 50, 100, 200]}[SIZE]
-DEPTH = {"tiny": 2, "quick": 3, "full": 5}[SIZE]
-EPOCHS_REG = {"tiny": 2, "quick": 30, "full": 300}[SIZE]
-BATCH_REG = {"tiny": 256, "quick": 256, "full": 1024}[SIZE]
+
+def variants(w):
+    """(label, width, DAC?) of the four nets compared at baseline width w."""
+    return (("base w", w, False), ("DAC w/sqrt2", round(w / math.sqrt(2)), True),
+            ("base w*sqrt2", round(w * math.sqrt(2)), False), ("DAC w", w, True))
 
 
-def zero_biases(model):
-    """Section 5: every bias starts at zero (DAC biases and BN shifts already do)."""
-    for name, p in model.named_parameters():
-        if name.endswith("bias"):
-            set_param(p, np.zeros(p.shape))
-    return model
-
-
-def mlp(d_in, width, depth, dac):
-    """Baseline: [Linear -> BN -> ReLU] x depth -> Linear(1). DAC: Linear -> BN' -> [DAC -> BN'] -> DAC(1)."""
-    layers = [nn.Linear(d_in, width, init_weight="he_normal")]
-    for _ in range(depth - 1):
-        if dac:
-            layers += [nn.BatchNorm1d(width, shift=False), nn.DACLinear(width, width)]
-        else:
-            layers += [nn.BatchNorm1d(width), nn.ReLU(), nn.Linear(width, width, init_weight="he_normal")]
-    if dac:
-        layers += [nn.BatchNorm1d(width, shift=False), nn.DACLinear(width, 1)]
-    else:
-        layers += [nn.BatchNorm1d(width), nn.ReLU(), nn.Linear(width, 1, init_weight="he_normal")]
-    return zero_biases(nn.Sequential(*layers))
-
-
-def weights_only(model, decay):
-    """Parameter groups: L2 on the weights/kernels of Linear, conv and DAC layers only."""
-    decayed = [p for name, p in model.named_parameters() if name.endswith("weight") and p.ndim >= 2]
-    rest = [p for name, p in model.named_parameters() if not (name.endswith("weight") and p.ndim >= 2)]
-    return [{"params": decayed, "weight_decay": decay}, {"params": rest}]
-
-
-def train_regression(model, seed):
-    opt = optim.Adam(weights_only(model, 1e-5), lr=0.01)
-    fit(model, nn.functional.mse_loss, opt, (xtr, ytr), val_data=(xva, yva), epochs=EPOCHS_REG,
-        batch_size=BATCH_REG, patience=EPOCHS_REG, seed=seed)  # keeps the best validation epoch
-    test_mse, _ = evaluate(model, xte, yte, loss_fn=nn.functional.mse_loss, metric=None)
-    return test_mse
-
-
+# One net is `trials.regression_trial`: `trials.mlp` trained by the recipe above.
+nets = [(w, label, dict(RECIPE, width=width, dac=dac, seed=0))
+        for w in WIDTHS for label, width, dac in variants(w)]
 reg = {}
-for w in WIDTHS:
-    w_dac = round(w / math.sqrt(2))
-    for label, width, dac in (("base w", w, False), ("DAC w/sqrt2", w_dac, True),
-                              ("base w*sqrt2", round(w * math.sqrt(2)), False), ("DAC w", w, True)):
-        tu.manual_seed(0)
-        model = mlp(xtr.shape[1], width, DEPTH, dac)
-        reg[w, label] = (train_regression(model, seed=0), model.num_parameters())
-        print(f"w={w:<4}{label:<14} width {width:<4}{model.num_parameters():>7} params   "
-              f"test MSE {reg[w, label][0]:.4f}")
-
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-for label, marker, color in (("base w", "o", "tab:orange"), ("DAC w/sqrt2", "s", "tab:blue")):
-    axes[0].plot([reg[w, label][1] for w in WIDTHS], [reg[w, label][0] for w in WIDTHS], marker=marker,
-                 color=color, label=label)
-axes[0].set_xscale("log")
-axes[0].set_yscale("log")
-axes[0].set_xlabel("parameters")
-axes[0].set_ylabel("test MSE")
-axes[0].set_title("matched parameters (Figure 3)")
-axes[0].legend()
+for (w, label, net), run in zip(nets, grid("dac-widths", trials.regression_trial, [n for *_, n in nets])):
+    reg[w, label] = (run["test_mse"], run["n_params"])
+    print(f"w={w:<4}{label:<14} width {net['width']:<4}{run['n_params']:>7} params   "
+          f"test MSE {run['test_mse']:.4f}")
 gain_w = [math.log(reg[w, "base w*sqrt2"][0]) - math.log(reg[w, "base w"][0]) for w in WIDTHS]
 gain_b = [math.log(reg[w, "DAC w"][0]) - math.log(reg[w, "base w"][0]) for w in WIDTHS]
-pos = np.arange(len(WIDTHS))
-axes[1].bar(pos - 0.2, gain_w, 0.4, label="double by weights (width x sqrt 2)", color="tab:orange")
-axes[1].bar(pos + 0.2, gain_b, 0.4, label="double by biases (DAC)", color="tab:blue")
-axes[1].axhline(0, color="k", lw=0.5)
-axes[1].set_xticks(pos, [str(w) for w in WIDTHS])
-axes[1].set_xlabel("baseline width w")
-axes[1].set_ylabel("change of log test MSE (nats)")
-axes[1].set_title("Figure 4's question")
-axes[1].set_ylim(1.8 * min(gain_w + gain_b + [-0.01]), max(gain_w + gain_b + [0.0]) + 0.01)
-axes[1].legend(fontsize=7, loc="lower center")
-figure(fig, "regression.png")
+figure(plots.regression(WIDTHS, reg, gain_w, gain_b), "regression.png")
 w_top = WIDTHS[-1]
 results.append((f"matched params, width {w_top}: DAC vs base MSE", "DAC lower at large widths",
                 f"{reg[w_top, 'DAC w/sqrt2'][0]:.4f} vs {reg[w_top, 'base w'][0]:.4f}",
@@ -607,46 +433,18 @@ results.append((f"x2 params, width {w_top}: biases vs weights", "biases -0.25 na
 # slice of the training set (6000 images), 8 epochs, batch 64 (for more steps).
 # --full uses the 20/16 structure on the full 28x28 set; the paper's 80k steps
 # would take days in NumPy on a CPU, so --full trains 30 epochs (stated, not the
-# paper's length).
+# paper's length). The sizes are trials.SIZES[mode]["vgg"].
 
 # %%
-CONV = {"tiny": dict(stages=(4, 8), per_stage=(1, 1), n_train=256, n_val=128, n_test=256, epochs=1,
-                     batch=64, pool=2),
-        "quick": dict(stages=(8, 16, 32), per_stage=(1, 1, 1), n_train=6000, n_val=1000, n_test=2000,
-                      epochs=8, batch=64, pool=2),
-        "full": dict(stages=(16, 32, 64), per_stage=(7, 6, 6), n_train=50000, n_val=10000, n_test=10000,
-                     epochs=30, batch=128, pool=1)}[SIZE]
-
-
-def vgg(stages, per_stage, dac, in_ch=1, classes=10):
-    """Plain VGG-like net; returns (model, [(DAC-able conv, input size)]) for the cost count."""
-    layers, convs, cin = [], [], in_ch
-    for s, (width, count) in enumerate(zip(stages, per_stage)):
-        for i in range(count):
-            stride = 2 if (i == 0 and s > 0) else 1
-            if dac:
-                conv = nn.DACConv2d(cin, width, 3, stride=stride, padding=1)
-                layers += [conv, nn.BatchNorm2d(width, shift=False)]
-            else:
-                conv = nn.Conv2d(cin, width, 3, stride=stride, padding=1, bias=False, init_weight="he_normal")
-                layers += [conv, nn.BatchNorm2d(width), nn.ReLU()]
-            convs.append(conv)
-            cin = width
-    if dac:
-        head = nn.DACConv2d(cin, classes, 1)
-        layers += [head, nn.GlobalAvgPool2d()]
-    else:
-        head = nn.Linear(cin, classes, init_weight="he_normal")
-        set_param(head.bias, np.zeros(classes))
-        layers += [nn.GlobalAvgPool2d(), head]
-    return nn.Sequential(*layers), convs + [head]
+CONV = trials.SIZES[SIZE]["vgg"]
 
 
 def network_costs(stages, per_stage, hw, in_ch):
     """Params ratio of the twin nets, and FLOPs ratios summed over the DAC twin's connections:
     section 4's convention (bias additions at the s x t output positions, 3x3 convs) and
     what our code computes (phi(B + z) cached at the input positions, every layer)."""
-    base, (twin, layers) = vgg(stages, per_stage, False, in_ch)[0], vgg(stages, per_stage, True, in_ch)
+    base, _ = trials.vgg(stages, per_stage, False, in_ch)
+    twin, layers = trials.vgg(stages, per_stage, True, in_ch)
     paper, ours = [0, 0], [0, 0]
     for layer in layers:
         c = section4_counts(layer, input_hw=(hw, hw))
@@ -674,34 +472,20 @@ results.append(("VGG 20/16: DAC extra params / FLOPs", "+11 % / +5.5 %",
 # of; and the 1x1 DAC head costs +50 % of its (small) FLOPs, like any 1x1 DAC.
 
 # %%
-x_all, y_all, x_test_f, y_test_f = datasets.load_fashion_mnist(normalize="standard")
-x_tr, y_tr, x_va, y_va = datasets.train_val_split(x_all, y_all, val_fraction=1 / 6, seed=0)
-x_tr, y_tr = x_tr[:CONV["n_train"]], y_tr[:CONV["n_train"]]
-x_va, y_va = x_va[:CONV["n_val"]], y_va[:CONV["n_val"]]
-x_te, y_te = x_test_f[:CONV["n_test"]], y_test_f[:CONV["n_test"]]
-if CONV["pool"] > 1:  # average-pool the images on the host: 4x fewer positions per layer
-    p = CONV["pool"]
-    x_tr, x_va, x_te = (a.reshape(len(a), 1, 28 // p, p, 28 // p, p).mean((3, 5)) for a in (x_tr, x_va, x_te))
-HW = x_tr.shape[-1]
+HW = 28 // CONV["pool"]  # --quick average-pools the images 2 x 2 on the host: 4x fewer positions
 own_p, own_f, own_ours_f = network_costs(CONV["stages"], CONV["per_stage"], HW, 1)
 print(f"our net {CONV['stages']} x {CONV['per_stage']} on {HW}x{HW}: parameters x{own_p:.3f}; FLOPs "
       f"x{own_f:.3f} (section 4), x{own_ours_f:.3f} (as computed): few layers, so head and stem weigh more")
 
-
-conv_hist, conv_err = {}, {}
-for name, dac in (("baseline", False), ("DAC", True)):
-    tu.manual_seed(0)
-    model, _ = vgg(CONV["stages"], CONV["per_stage"], dac)
-    opt = optim.SGD(weights_only(model, 2e-4), lr=0.1, momentum=0.9)
-    E = CONV["epochs"]
-    sched = optim.MultiStepLR(opt, [max(1, round(f * E)) for f in (0.4, 0.6, 0.8)], gamma=0.1)
-    hist = fit(model, nn.functional.cross_entropy, opt, (x_tr, y_tr), val_data=(x_va, y_va), epochs=E,
-               batch_size=CONV["batch"], scheduler=sched, metric=accuracy, patience=E, seed=0)
-    _, test_acc = evaluate(model, x_te, y_te)
-    conv_hist[name], conv_err[name] = hist, 100 * (1 - test_acc)
-    print(f"{name:<9}{model.num_parameters():>7} params  best val epoch {hist.best_epoch + 1}  "
-          f"test error {conv_err[name]:.2f} %")
-figure(plot.learning_curves(conv_hist, out("fashion_mnist_curves.png")))
+# One net is `trials.vgg_trial`: `trials.vgg` on `trials.fashion_mnist`, by the recipe above.
+conv = dict(zip(("baseline", "DAC"), grid("dac-vgg", trials.vgg_trial,
+                                          [dict(CONV, dac=dac, seed=0) for dac in (False, True)])))
+for name, run in conv.items():
+    print(f"{name:<9}{run['n_params']:>7} params  best val epoch {run['best_epoch'] + 1}  "
+          f"test error {run['test_error']:.2f} %")
+figure(plot.learning_curves({name: run["history"] for name, run in conv.items()},
+                            out("fashion_mnist_curves.png")))
+conv_err = {name: run["test_error"] for name, run in conv.items()}
 gap = conv_err["baseline"] - conv_err["DAC"]
 results.append(("VGG test error: base - DAC (F-MNIST)", "+0.65 % (CIFAR-10)",
                 f"{conv_err['baseline']:.2f} - {conv_err['DAC']:.2f} = {gap:+.2f} %", gap > 0))

@@ -19,22 +19,26 @@ from lessons import _lesson  # noqa: E402
 from tinyunits import sweep  # noqa: E402
 
 
-def assert_same(direct, stored, where="result"):
-    """Equal values, arrays equal in dtype, shape and every element; lists for tuples."""
-    if isinstance(direct, dict):
-        assert isinstance(stored, dict) and sorted(direct) == sorted(stored), where
-        for key in direct:
-            assert_same(direct[key], stored[key], f"{where}[{key!r}]")
-    elif isinstance(direct, (list, tuple)):
-        assert isinstance(stored, list) and len(direct) == len(stored), where
-        for i, (a, b) in enumerate(zip(direct, stored)):
-            assert_same(a, b, f"{where}[{i}]")
-    elif isinstance(direct, np.ndarray):
-        assert isinstance(stored, np.ndarray), where
-        assert (stored.dtype, stored.shape) == (direct.dtype, direct.shape), where
-        assert np.array_equal(stored, direct), where
-    else:
-        assert type(stored) in (type(direct), float) and stored == direct, (where, direct, stored)
+def assert_same(a, b, where="result"):
+    """a == b all the way down: arrays by dtype, shape and every value; floats exactly."""
+    a, b = (v.item() if isinstance(v, np.generic) else v for v in (a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray), where
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), where
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and sorted(a) == sorted(b), where
+        for k in a:
+            assert_same(a[k], b[k], f"{where}[{k!r}]")
+    elif isinstance(a, (list, tuple)):
+        assert isinstance(b, (list, tuple)) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same(x, y, f"{where}[{i}]")
+    elif isinstance(a, (bool, str)) or a is None:
+        assert type(a) is type(b) and a == b, f"{where}: {a!r} != {b!r}"
+    else:  # a number: the same value (NaN is NaN), int stays int
+        assert isinstance(b, (int, float)) and not isinstance(b, bool), where
+        assert isinstance(a, int) == isinstance(b, int), f"{where}: {a!r} vs {b!r}"
+        assert a == b or a != a and b != b, f"{where}: {a!r} != {b!r}"
 
 
 def swept_twice(fn, settings, store):
@@ -89,6 +93,45 @@ def test_grid_in_full_stores_every_trial_and_a_second_call_computes_none(tmp_pat
     second = _lesson.grid("test-grid", count_calls(again), TRIALS)
     assert again == []
     assert first == second == [{"seed": s, "square": s * s} for s in (3, 1, 2)]
+
+
+# --------------------------------------------------------------------------- lesson 1: DAC
+@pytest.fixture
+def dac():
+    from lessons.trials import dac
+    return dac
+
+
+DAC_TINY = {  # one tiny trial of each trial function of lessons/trials/dac.py
+    "figure7a_trial": dict(model="dac", seed=1, steps=5),
+    "figure7b_trial": dict(model="dac2", seed=0, steps=5),
+    "pl_trial": dict(model="standard2", hidden=2, k=3, seed=1, steps=5),
+    "regression_trial": dict(width=4, dac=True, depth=2, epochs=1, batch=256, n_train=256, seed=0),
+    "vgg_trial": dict(stages=[2, 4], per_stage=[1, 1], n_train=64, n_val=32, n_test=64, epochs=1,
+                      batch=32, pool=2, dac=True, seed=0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DAC_TINY))
+def test_dac_trial_through_a_sweep_equals_the_direct_call_and_is_computed_once(name, dac, tmp_path):
+    fn, settings = getattr(dac, name), DAC_TINY[name]
+    direct = fn(settings)
+    first, again, calls = swept_twice(fn, settings, str(tmp_path / "s.sqlite"))
+    assert calls == 1, "the second run computed a finished trial again"
+    assert_same(direct, first, "computed by the sweep")
+    assert_same(direct, again, "read from the store")
+
+
+def test_dac_every_trial_function_has_a_tiny_test(dac):
+    assert sorted(n for n in vars(dac) if n.endswith("_trial")) == sorted(DAC_TINY)
+
+
+def test_dac_figure7b_state_rebuilds_the_trained_net(dac):
+    import datasets
+    result = dac.figure7b_trial(DAC_TINY["figure7b_trial"])
+    model = dac.trained_model(dac.FIGURE_7B, "dac2", result["state"])
+    X, y = datasets.dac_figure7("b")
+    assert float((dac.predict(model, X).argmax(1) == y).mean()) == result["accuracy"]
 
 
 # --------------------------------------------------------------------------- lesson 2: two_argument
