@@ -122,9 +122,9 @@ extern "C" __global__ void dac_linear_backward_x(
     const scalar_t* x, const scalar_t* W, const scalar_t* B, const scalar_t* g,
     scalar_t* dx, int batch, int n_in, int n_out)
 {
-    __shared__ scalar_t Ws[TILE][TILE];      // Ws[i][j]
-    __shared__ scalar_t Bs[TILE][TILE];      // Bs[i][j]
-    __shared__ scalar_t gs[TILE][TILE + 1];  // gs[b][i]
+    __shared__ scalar_t Ws[TILE][TILE];  // Ws[i][j]
+    __shared__ scalar_t Bs[TILE][TILE];  // Bs[i][j]
+    __shared__ scalar_t gs[TILE][TILE];  // gs[b][i]
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int b = blockIdx.y * TILE + ty, j = blockIdx.x * TILE + tx;
     const bool mine = b < batch && j < n_in;
