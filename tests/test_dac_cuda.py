@@ -108,8 +108,8 @@ def emulator(tmp_path_factory):
 
 @contextlib.contextmanager
 def emulated_gpu(emulator, monkeypatch):
-    """NumPy arrays count as GPU arrays and the emulator runs the kernels: DACLinearFn and
-    DACConv2dFn then take their kernel path exactly as on a GPU."""
+    """NumPy arrays count as GPU arrays and `emulator` (or any launcher) runs the kernels:
+    DACLinearFn and DACConv2dFn then take their kernel path exactly as on a GPU."""
     with on_backend("numpy"), monkeypatch.context() as patch:
         patch.setattr(backend, "on_gpu", lambda a: isinstance(a, np.ndarray))
         patch.setattr(dac_cuda, "launch", emulator)
@@ -165,6 +165,26 @@ def test_emulated_float32_kernels_match_numpy(emulator, monkeypatch, rng, activa
 def off_kink(rng, *shape):
     """Odd multiples of 0.1 (+- 0.02): with biases on multiples of 0.2, B + x stays off relu's kink."""
     return 0.1 * (2 * rng.integers(-5, 5, size=shape) + 1) + rng.uniform(-0.02, 0.02, size=shape)
+
+
+@needs_gxx
+def test_emulated_kernels_skip_dx_for_an_input_without_gradient(emulator, monkeypatch, rng):
+    # a network's input: no dx kernel runs, dW and dB are still right
+    x, W, B, g = dense_case(rng, *DENSE[1])
+    launched, grads = [], []
+
+    def recorder(name, *launch):
+        launched.append(name)
+        emulator(name, *launch)
+
+    for context in (on_backend("numpy"), emulated_gpu(recorder, monkeypatch)):
+        with context:
+            layer = nn.DACLinear(45, 21, activation="gelu").astype("float64")
+            layer.weight.data, layer.bias.data = backend.asarray(W), backend.asarray(B)
+            layer(tu.tensor(x, dtype="float64")).backward(backend.asarray(g))
+            grads.append([host(layer.weight.grad), host(layer.bias.grad)])
+    assert launched == ["dac_linear_forward", "dac_linear_backward_WB"]
+    assert max(normwise_errors(grads[1], grads[0])) < TOLERANCE["float64"]
 
 
 @needs_gxx
