@@ -38,8 +38,9 @@ def kernel_signatures(source: str) -> dict:
 
 
 class Emulator:
-    def __init__(self, source: str, workdir):
-        self.source, self.workdir, self.libraries = source, Path(workdir), {}
+    def __init__(self, source: str, workdir, flags=()):
+        """`flags`: more g++ flags, e.g. ("-fsanitize=address",)."""
+        self.source, self.workdir, self.flags, self.libraries = source, Path(workdir), flags, {}
         self.kernels = kernel_signatures(source)
 
     def _launchers(self) -> str:
@@ -57,12 +58,12 @@ class Emulator:
         """The source compiled with `options` (-D flags), once per set of options."""
         if options not in self.libraries:
             program = self.source + "\n" + self._launchers()
-            key = hashlib.sha1(repr((program, options)).encode()).hexdigest()[:16]
+            key = hashlib.sha1(repr((program, options, self.flags)).encode()).hexdigest()[:16]
             source, library = self.workdir / f"{key}.cu", self.workdir / f"{key}.so"
             source.write_text(program)
             build = subprocess.run(
                 [GXX, "-std=c++17", "-O1", "-shared", "-fPIC", "-pthread", "-Wall", "-Werror",
-                 "-include", str(SHIM), *options, "-x", "c++", str(source), "-o", str(library)],
+                 *self.flags, "-include", str(SHIM), *options, "-x", "c++", str(source), "-o", str(library)],
                 capture_output=True, text=True)
             if build.returncode:
                 raise RuntimeError(f"g++ could not build the emulated kernels:\n{build.stderr}")

@@ -7,14 +7,19 @@ Three checks, each skipped cleanly where its tool is missing:
   real DACLinearFn / DACConv2dFn dispatch and dac_cuda's launches; they must match the
   NumPy path on shapes that are and are not multiples of the tile, pass a float64
   numerical-gradient check, and a planted off-by-one in any kernel must be caught;
+  built with AddressSanitizer, no kernel reads or writes outside its arrays (and a
+  planted read one past the end is reported);
 - CuPy (TINYUNITS_BACKEND=cupy, on a GPU): the Functions take the kernel path, match
   the NumPy path, and pass a float64 gradcheck.
 The emulation and nvcc checks do not depend on the backend: they run once per
 `make test`, in its NumPy pass.
 """
 import contextlib
+import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -238,6 +243,43 @@ def test_emulation_catches_a_grid_one_tile_short(emulator, monkeypatch, rng):
     ragged = emulated_vs_numpy(emulator, monkeypatch, lambda: DACLinearFn("relu"),
                                dense_case(rng, *DENSE[1]), "float64")
     assert max(exact) < TOLERANCE["float64"] and min(ragged) > 1e-3, (exact, ragged)
+
+
+# AddressSanitizer watches every read and write of the emulated kernels: none may leave
+# its array (on a GPU that is an illegal-address error, or a silent wrong read). It
+# runs in a child process, since its library must be loaded before anything else.
+ASAN = subprocess.run([GXX or "g++", "-print-file-name=libasan.so"], capture_output=True,
+                      text=True).stdout.strip() if GXX else ""
+OUT_OF_BOUNDS = ("xs[ty][tx] = (b < batch && j < n_in) ? x[b * n_in + j]",
+                 "xs[ty][tx] = (b < batch && j <= n_in) ? x[b * n_in + j]")
+
+
+def sanitized_run(workdir, planted):
+    """Every kernel on every shape above, built with -fsanitize=address (in the child)."""
+    source = dac_cuda.SOURCE.replace(*OUT_OF_BOUNDS) if planted == "planted" else dac_cuda.SOURCE
+    emulator = Emulator(source, workdir, flags=("-fsanitize=address", "-fno-omit-frame-pointer"))
+    rng, patch = np.random.default_rng(0), pytest.MonkeyPatch()
+    errors = [emulated_vs_numpy(emulator, patch, lambda: DACLinearFn("tanh"),
+                                dense_case(rng, *shape), "float64") for shape in DENSE]
+    errors += [emulated_vs_numpy(emulator, patch, lambda: DACConv2dFn(*shape[-2:], "tanh"),
+                                 conv_case(rng, *shape), "float64") for shape in CONV]
+    assert max(map(max, errors)) < TOLERANCE["float64"], errors
+
+
+@needs_gxx
+@pytest.mark.skipif(not os.path.isfile(ASAN), reason="needs g++'s AddressSanitizer (libasan)")
+@pytest.mark.parametrize("planted", ["clean", "planted"])
+def test_emulated_kernels_stay_inside_their_arrays(tmp_path, planted):
+    env = dict(os.environ, LD_PRELOAD=ASAN, ASAN_OPTIONS="detect_leaks=0",
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).parent)] + sys.path))
+    child = subprocess.run([sys.executable, "-c", "import sys, test_dac_cuda as t; "
+                            "t.sanitized_run(sys.argv[1], sys.argv[2])", str(tmp_path), planted],
+                           env=env, capture_output=True, text=True)
+    if planted == "clean":
+        assert child.returncode == 0, child.stderr[-3000:]
+    else:  # x read one past its row: caught at the end of the array
+        assert "heap-buffer-overflow" in child.stderr and "in dac_linear_forward" in child.stderr, \
+            child.stderr[-3000:]
 
 
 @needs_gxx
