@@ -7,8 +7,8 @@ Three checks, each skipped cleanly where its tool is missing:
   real DACLinearFn / DACConv2dFn dispatch and dac_cuda's launches; they must match the
   NumPy path on shapes that are and are not multiples of the tile, pass a float64
   numerical-gradient check, and a planted off-by-one in any kernel must be caught;
-  built with AddressSanitizer, no kernel reads or writes outside its arrays (and a
-  planted read one past the end is reported);
+  under AddressSanitizer no kernel reads or writes outside its arrays (a planted read
+  past the end is reported), under ThreadSanitizer no shared memory is raced;
 - CuPy (TINYUNITS_BACKEND=cupy, on a GPU): the Functions take the kernel path, match
   the NumPy path, and pass a float64 gradcheck.
 The emulation and nvcc checks do not depend on the backend: they run once per
@@ -245,39 +245,55 @@ def test_emulation_catches_a_grid_one_tile_short(emulator, monkeypatch, rng):
     assert max(exact) < TOLERANCE["float64"] and min(ragged) > 1e-3, (exact, ragged)
 
 
-# AddressSanitizer watches every read and write of the emulated kernels: none may leave
-# its array (on a GPU that is an illegal-address error, or a silent wrong read). It
-# runs in a child process, since its library must be loaded before anything else.
-ASAN = subprocess.run([GXX or "g++", "-print-file-name=libasan.so"], capture_output=True,
-                      text=True).stdout.strip() if GXX else ""
-OUT_OF_BOUNDS = ("xs[ty][tx] = (b < batch && j < n_in) ? x[b * n_in + j]",
-                 "xs[ty][tx] = (b < batch && j <= n_in) ? x[b * n_in + j]")
+# g++'s sanitizers watch the emulated kernels, in a child process (a sanitizer's library
+# must be loaded before anything else). AddressSanitizer: no read or write leaves its
+# array (on a GPU, an illegal-address error or a silent wrong read); a planted read past
+# the end must be reported. ThreadSanitizer: no two threads of a block touch the same
+# shared memory without a __syncthreads between them. It has no planted case: it
+# reports a removed __syncthreads often but not always (its shadow memory keeps four
+# accesses per word, and up to 256 threads share one), and a flaky test proves nothing.
+def _runtime(library):
+    path = subprocess.run([GXX, f"-print-file-name={library}"], capture_output=True,
+                          text=True).stdout.strip() if GXX else ""
+    return path if os.path.isfile(path) else None
 
 
-def sanitized_run(workdir, planted):
-    """Every kernel on every shape above, built with -fsanitize=address (in the child)."""
+SANITIZERS = {"address": (_runtime("libasan.so"), "ASAN_OPTIONS", "detect_leaks=0"),
+              "thread": (_runtime("libtsan.so"), "TSAN_OPTIONS", "halt_on_error=1:exitcode=66")}
+OUT_OF_BOUNDS = ("(i_staged < n_out && j < n_in) ? W[",    # the forward reads W one
+                 "(i_staged < n_out && j <= n_in) ? W[")  # past the end of its rows
+
+
+def sanitized_run(workdir, sanitizer, planted):
+    """Every kernel on the shapes above, built with -fsanitize=<sanitizer> (in the child)."""
+    assert dac_cuda.SOURCE.count(OUT_OF_BOUNDS[0]) == 1, "the line to plant the bug in has changed"
     source = dac_cuda.SOURCE.replace(*OUT_OF_BOUNDS) if planted == "planted" else dac_cuda.SOURCE
-    emulator = Emulator(source, workdir, flags=("-fsanitize=address", "-fno-omit-frame-pointer"))
+    emulator = Emulator(source, workdir, flags=(f"-fsanitize={sanitizer}",))
     rng, patch = np.random.default_rng(0), pytest.MonkeyPatch()
+    # ThreadSanitizer's threads run several times slower: there, two ragged shapes per layer
+    dense, conv = (DENSE, CONV) if sanitizer == "address" else (DENSE[1::2], CONV[1::2])
     errors = [emulated_vs_numpy(emulator, patch, lambda: DACLinearFn("tanh"),
-                                dense_case(rng, *shape), "float64") for shape in DENSE]
+                                dense_case(rng, *shape), "float64") for shape in dense]
     errors += [emulated_vs_numpy(emulator, patch, lambda: DACConv2dFn(*shape[-2:], "tanh"),
-                                 conv_case(rng, *shape), "float64") for shape in CONV]
-    assert max(map(max, errors)) < TOLERANCE["float64"], errors
+                                 conv_case(rng, *shape), "float64") for shape in conv]
+    assert planted == "planted" or max(map(max, errors)) < TOLERANCE["float64"], errors
 
 
 @needs_gxx
-@pytest.mark.skipif(not os.path.isfile(ASAN), reason="needs g++'s AddressSanitizer (libasan)")
-@pytest.mark.parametrize("planted", ["clean", "planted"])
-def test_emulated_kernels_stay_inside_their_arrays(tmp_path, planted):
-    env = dict(os.environ, LD_PRELOAD=ASAN, ASAN_OPTIONS="detect_leaks=0",
+@pytest.mark.parametrize("sanitizer,planted", [("address", "clean"), ("address", "planted"),
+                                               ("thread", "clean")])
+def test_emulated_kernels_under_a_sanitizer(tmp_path, sanitizer, planted):
+    runtime, variable, options = SANITIZERS[sanitizer]
+    if runtime is None:
+        pytest.skip(f"needs g++'s {sanitizer} sanitizer")
+    env = dict(os.environ, LD_PRELOAD=runtime, **{variable: options},
                PYTHONPATH=os.pathsep.join([str(Path(__file__).parent)] + sys.path))
     child = subprocess.run([sys.executable, "-c", "import sys, test_dac_cuda as t; "
-                            "t.sanitized_run(sys.argv[1], sys.argv[2])", str(tmp_path), planted],
+                            "t.sanitized_run(*sys.argv[1:])", str(tmp_path), sanitizer, planted],
                            env=env, capture_output=True, text=True)
     if planted == "clean":
-        assert child.returncode == 0, child.stderr[-3000:]
-    else:  # x read one past its row: caught at the end of the array
+        assert child.returncode == 0 and "Sanitizer" not in child.stderr, child.stderr[-3000:]
+    else:
         assert "heap-buffer-overflow" in child.stderr and "in dac_linear_forward" in child.stderr, \
             child.stderr[-3000:]
 
