@@ -264,14 +264,14 @@ def on_gpu(x) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def cuda_kernel(source: str, name: str, options: tuple):  # pragma: no cover - no GPU here
+def cuda_kernel(source: str, name: str, options: tuple):
     """The kernel `name` of the CUDA C++ `source`, compiled by CuPy (NVRTC) with
     `options` on first use and kept; call it as kernel(grid, block, args)."""
     return _cuda_module(source, options).get_function(name)
 
 
 @functools.lru_cache(maxsize=None)
-def _cuda_module(source: str, options: tuple):  # pragma: no cover - no GPU here
+def _cuda_module(source: str, options: tuple):
     return _import_cupy().RawModule(code=source, options=options)  # one compile for all its kernels
 
 
