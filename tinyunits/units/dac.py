@@ -29,6 +29,9 @@ matrix products over the k*k taps t = (p, q): U[i,t] = sum_j W[i,j,t] A[i,j] (on
 product), then y adds U[i,t] shifted by each tap; backward places g once per tap
 (G[i,t]) and gets dW = A G^T and dA = W G as two more products.
 
+On a GPU (CuPy arrays) neither pass runs this code: both run as fused CUDA kernels,
+one per equation above (dac_cuda.cu, launched by dac_cuda.py), tested against it.
+
 Section 4's cost accounting (`section4_counts`): against the standard connection
 it replaces, DAC adds (out*in - in) biases (the m shared biases of the previous
 post-activation are dropped) and (out*in - in) additions per input position.
@@ -36,16 +39,16 @@ post-activation are dropped) and (out*in - in) additions per input position.
 from __future__ import annotations
 
 from .. import _check as check
-from ..backend import get_array_module
+from ..backend import block_elements, get_array_module
 from ..function import Function
 from ..nn import init
 from ..nn.module import Module, Parameter
 from ..ops.conv import conv_output_size
 from ..ops.elementwise import GELU, LeakyReLU, ReLU, Tanh
+from . import dac_cuda
 
 # Each has phi(0) = 0, which DACConv2dFn relies on to pad (see _cached).
 ACTIVATIONS = {"relu": ReLU, "leaky_relu": LeakyReLU, "tanh": Tanh, "gelu": GELU}
-BLOCK_ELEMENTS = 2 ** 20  # ~4 MB of float32 per block: cache-friendly, and far from 1 GiB at any size
 
 
 def phi(activation: str, z):
@@ -54,7 +57,7 @@ def phi(activation: str, z):
     return fn.forward(z), fn
 
 
-def _blocks(n_out: int, elements_per_unit: int, budget: int = BLOCK_ELEMENTS):
+def _blocks(n_out: int, elements_per_unit: int, budget: int):
     """Slices over the output units, each covering about `budget` activated elements."""
     step = max(1, budget // max(1, elements_per_unit))
     return [slice(start, min(start + step, n_out)) for start in range(0, n_out, step)]
@@ -62,11 +65,16 @@ def _blocks(n_out: int, elements_per_unit: int, budget: int = BLOCK_ELEMENTS):
 
 # --------------------------------------------------------------------------- dense
 class DACLinearFn(Function):
-    def __init__(self, activation="relu", budget=BLOCK_ELEMENTS):
-        self.activation, self.budget = activation, budget
+    fused = False  # True when dac_cuda's kernels ran the forward (on a GPU)
+
+    def __init__(self, activation="relu", budget=None):
+        self.activation, self.budget = activation, budget or block_elements()
 
     def forward(self, x, W, B):
         self.x, self.W, self.B = x, W, B
+        if dac_cuda.handles(x, W, B, out_shape=(x.shape[0], W.shape[0])):
+            self.fused = True
+            return dac_cuda.linear_forward(x, W, B, self.activation)
         xp = get_array_module(x)
         y = xp.empty((x.shape[0], W.shape[0]), dtype=x.dtype)
         for I in _blocks(W.shape[0], x.size, self.budget):
@@ -76,6 +84,9 @@ class DACLinearFn(Function):
 
     def backward(self, g):
         x, W, B = self.x, self.W, self.B
+        if self.fused:
+            return dac_cuda.linear_backward(x, W, B, g, self.activation,
+                                            [self.needs_grad(i) for i in range(3)])
         xp = get_array_module(x)
         gx, gW, gB = xp.zeros_like(x), xp.empty_like(W), xp.empty_like(B)
         want = [self.needs_grad(i) for i in range(3)]  # a network's input needs no dx
@@ -107,9 +118,11 @@ class DACConv2dFn(Function):
     """Arrays are laid out (out, in, batch, H, W) inside, so that every sum over the
     inputs j or the kernel taps t = (p, q) is one batched matrix product."""
 
-    def __init__(self, stride=1, padding=0, activation="relu", budget=BLOCK_ELEMENTS):
+    fused = False  # True when dac_cuda's kernels ran the forward (on a GPU)
+
+    def __init__(self, stride=1, padding=0, activation="relu", budget=None):
         self.stride, self.padding = stride, padding
-        self.activation, self.budget = activation, budget
+        self.activation, self.budget = activation, budget or block_elements()
 
     def _cached(self, B, I):
         """A = zero-pad(phi(B[i,j] + x[b,j])) for the block I: (c, in, b, Hp, Wp), and phi's Function.
@@ -133,6 +146,10 @@ class DACConv2dFn(Function):
         return _blocks(self.n, per_unit, self.budget)
 
     def forward(self, x, W, B):
+        if dac_cuda.handles(x, W, B, out_shape=dac_cuda.conv_output_shape(x, W, self.stride,
+                                                                          self.padding)):
+            self.fused, self.x, self.W, self.B = True, x, W, B
+            return dac_cuda.conv_forward(x, W, B, self.stride, self.padding, self.activation)
         xp = get_array_module(x)
         self.xt = xp.ascontiguousarray(x.transpose(1, 0, 2, 3))                 # (in, b, H, W)
         self.n, self.k, self.Wt, self.B = W.shape[0], W.shape[2], W.reshape(W.shape[0], W.shape[1], -1), B
@@ -147,6 +164,9 @@ class DACConv2dFn(Function):
         return xp.ascontiguousarray(y.transpose(1, 0, 2, 3))
 
     def backward(self, g):
+        if self.fused:
+            return dac_cuda.conv_backward(self.x, self.W, self.B, g, self.stride, self.padding,
+                                          self.activation, [self.needs_grad(i) for i in range(3)])
         xp = get_array_module(g)
         gt, Wt, B = g.transpose(1, 0, 2, 3), self.Wt, self.B                    # gt: (out, b, Ho, Wo)
         gxt, gW, gB = xp.zeros_like(self.xt), xp.empty_like(Wt), xp.empty_like(B)
