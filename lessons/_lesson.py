@@ -158,7 +158,7 @@ class Results(list):
             raise KeyError(f"Results.add: no claim {what!r}; the claims are {list(self.claims)}")
         reference, why = self.claims[what]
         self.append((what, reference, ours, holds, why.format(**self.settings)))
-        print(f"{what}: ours {ours}; {self.reference} {reference} ({_mark(holds)})")
+        print(f"{what}: ours {ours}, {self.reference} {reference} -> {_mark(holds)}")
 
     def show(self) -> None:
         head = ("result", self.reference, "ours")
