@@ -54,7 +54,7 @@ from lessons.trials.two_argument import (EPSILONS, HIDDEN, PAPER, SIZES, evaluat
                                          outer_mlp, session_trial)
 
 args, SIZE = setup("02_two_argument", "Lesson 2: two-argument activations (Kim et al. 2022)")
-S = dict(SIZES[SIZE])  # this mode's sizes; --full: the paper's
+S = dict(SIZES[SIZE])  # this mode's sizes (--full: those of the authors' code)
 REPS = S.pop("reps")  # one run per model and repetition; S is what each run is given
 results = Results("paper", claims=PAPER, settings=SIZES[SIZE])  # the closing table
 
