@@ -6,6 +6,7 @@
     results = Results("paper")           # the closing "paper vs ours" table
     ...
     results.append((what, paper, ours, reproduced))
+    results.add(what, ours, reproduced)  # with Results("paper", claims=PAPER): paper, reason
     results.show()
     runs = grid("tmaf-widths", tmaf.width_trial, [dict(width=w, seed=s) for ...])
 
