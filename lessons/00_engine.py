@@ -119,8 +119,7 @@ d = tu.tensor(4.0, requires_grad=True, dtype="float64")
 square = Mul()
 paths = square.backward(square(d, d).data ** 0)  # g = 1 into both of Mul's inputs
 total = backprop(square(d, d))[id(d)].item()
-print(f"d = {d.item()}: the paths give {paths[0].item()} and {paths[1].item()}; "
-      f"the walk adds them: {total}")
+print(f"d = {d.item()}: paths {paths[0].item()} and {paths[1].item()}, the walk adds them: {total}")
 results.append(("d*d: the two paths add up to 2d", 2 * d.item(), total, total == 2 * d.item()))
 
 # %% [markdown]

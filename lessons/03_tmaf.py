@@ -26,11 +26,10 @@
 # paper's 20000 regression samples, all 60000 training images, more epochs:
 # far longer; its runs are kept in lessons/results/sweeps.sqlite, so a
 # stopped run resumes, and `--workers N` spreads them over N processes). The
-# modes run the same code and differ only in sizes, set in one line per section.
+# modes run the same code and differ only in sizes: `SIZES` in
+# lessons/trials/tmaf.py, read in one line per section.
 
 # %%
-import os
-
 from _lesson import TEST_KEYS, Results, figure, grid, host, out, setup, table  # checkout, threads
 
 import numpy as np  # host-side data, tables and plots
@@ -42,7 +41,8 @@ from lessons.plots import tmaf as plots
 from lessons.trials import tmaf as trials
 
 args, SIZE = setup("03_tmaf", "Lesson 3: TMAF", full="the paper's sample counts, more epochs")
-results = Results("paper", "reproduced?")
+S = trials.SIZES[SIZE]  # this mode's sizes, one entry per section
+results = Results("paper", "reproduced?", claims=trials.PAPER, settings=S)  # the closing table
 
 
 # %% [markdown]
@@ -63,14 +63,12 @@ tu.manual_seed(0)
 x = tu.tensor(np.array([[-1.5, -0.2, 0.0, 0.3, 1.1, 2.0]]))
 xv = host(x)[0]
 D = np.diag((xv > 0).astype(np.float32))
-relu_as_tmaf = nn.TMAF(6, [0.0], init="relu")
-rows = [("x", *xv), ("diag D(x)", *np.diag(D)), ("D(x) x", *D @ xv),
-        ("ops.relu", *host(ops.relu(x))[0] + 0.0),  # + 0.0 prints -0.0 as 0.0
-        ("TMAF(relu)", *host(relu_as_tmaf(x))[0] + 0.0)]
-print(table(rows))
-same = bool((D @ xv == host(ops.relu(x))[0]).all()
-            and (host(relu_as_tmaf(x)) == host(ops.relu(x))).all())
-results.append(("ReLU = D(x) x = 0/1-level TMAF", "identity", "equal" if same else "differ", same))
+relu_x = host(ops.relu(x))[0] + 0.0  # + 0.0 prints -0.0 as 0.0
+tmaf_x = host(nn.TMAF(6, [0.0], init="relu")(x))[0] + 0.0
+print(table([("x", *xv), ("diag D(x)", *np.diag(D)), ("D(x) x", *D @ xv),
+             ("ops.relu", *relu_x), ("TMAF(relu)", *tmaf_x)]))
+same = bool((D @ xv == relu_x).all() and (tmaf_x == relu_x).all())
+results.add("ReLU = D(x) x = 0/1-level TMAF", "equal" if same else "differ", same)
 
 # %% [markdown]
 # The tri-diagonal kind is a matrix too: A(x) has t[i, bin(x_i)] on its diagonal,
@@ -90,7 +88,7 @@ for i, b in enumerate(bins):
         A[i, i + 1] = host(tri.upper)[i, b]
 gap = np.abs(A @ xv - host(tri(x))[0]).max()
 print(f"A(x) =\n{np.round(A, 2)}\nmax |A(x) x - layer(x)| = {gap:.1e}")
-results.append(("tri-diagonal layer = A(x) x", "identity", f"max diff {gap:.0e}", gap < 1e-6))
+results.add("tri-diagonal layer = A(x) x", f"max diff {gap:.0e}", gap < 1e-6)
 
 # %% [markdown]
 # The backward pass is written by hand (tinyunits/units/tmaf.py): the input
@@ -113,7 +111,7 @@ tu.set_default_dtype("float32")
 report = tu.gradcheck(tri64, [x_check], module=tri64)
 print(report)
 worst = max(r.max_rel for r in report.rows)
-results.append(("gradcheck tri-diagonal TMAF, max rel err", "< 1e-6", f"{worst:.1e}", report.ok))
+results.add("gradcheck tri-diagonal TMAF, max rel err", f"{worst:.1e}", report.ok)
 
 # %% [markdown]
 # ## 2. What a diagonal TMAF can look like
@@ -198,8 +196,7 @@ for kind in ("ReLU", "PReLU", "TMAF", "tri-TMAF"):
 # even while it is 0.
 
 # %%
-n_smooth, smooth_epochs = {"tiny": (256, 1), "quick": (2000, 30), "full": (20000, 100)}[SIZE]
-seeds, widths = ((0,), (4, 8)) if SIZE == "tiny" else ((0, 1, 2), (4, 8, 16, 32))
+n_smooth, smooth_epochs, seeds, widths = S["smooth"]
 smooth_kinds = ("ReLU", "PReLU", "TMAF")
 columns = [(depth, width) for depth in (1, 2) for width in widths]
 runs = grid("tmaf-widths", trials.smooth_trial,
@@ -208,15 +205,7 @@ runs = grid("tmaf-widths", trials.smooth_trial,
              for depth, width in columns for kind in smooth_kinds for seed in seeds])
 errors = np.array([run["error"] for run in runs]).reshape(len(columns), len(smooth_kinds), -1)
 smooth = dict(zip(smooth_kinds, np.median(errors, axis=2).T.tolist()))  # kind -> one per column
-
-PAPER_T31 = {"ReLU": [0.089, 0.34, 0.39, 0.41, 0.14, 0.21, 0.25, 0.31],
-             "TMAF": [0.015, 0.016, 0.13, 0.18, 0.07, 0.105, 0.153, 0.17]}
-rows = [("column", *range(1, len(columns) + 1)), ("ours: layers", *(d for d, _ in columns)),
-        ("ours: width", *(w for _, w in columns))]
-rows += [(f"paper {kind}", *(f"{e:.3f}" for e in errs[:len(columns)]))
-         for kind, errs in PAPER_T31.items()]
-rows += [(f"ours {kind}", *(f"{e:.3f}" for e in errs)) for kind, errs in smooth.items()]
-print(f"\nTable 3.1, relative L2 error (paper: column settings lost)\n{table(rows)}")
+print(plots.table_31(columns, trials.PAPER_T31, smooth))
 figure(plots.smooth_errors(columns, smooth), "smooth_errors.png")
 
 # %% [markdown]
@@ -234,8 +223,8 @@ def wins(kind, other):
     return f"{k} of {n}", "yes" if k == n else "partly" if k > n // 2 else "NO"
 
 
-results.append(("Table 3.1: columns where TMAF < ReLU", "8 of 8", *wins("TMAF", "ReLU")))
-results.append(("Table 3.1: columns where TMAF < PReLU", "PReLU poor", *wins("TMAF", "PReLU")))
+results.add("Table 3.1: columns where TMAF < ReLU", *wins("TMAF", "ReLU"))
+results.add("Table 3.1: columns where TMAF < PReLU", *wins("TMAF", "PReLU"))
 
 # %% [markdown]
 # ## 5. A multi-frequency target: ReLU's spectral bias
@@ -253,7 +242,7 @@ results.append(("Table 3.1: columns where TMAF < PReLU", "PReLU poor", *wins("TM
 # Error: relative L2 error on 2001 evenly spaced points of [0, 1].
 
 # %%
-n_osc, osc_epochs = {"tiny": (256, 2), "quick": (4000, 150), "full": (20000, 300)}[SIZE]
+n_osc, osc_epochs = S["oscillatory"]
 osc_kinds = ("ReLU", "PReLU", "TMAF", "tri-TMAF")
 osc = dict(zip(osc_kinds, grid("tmaf-oscillatory", trials.oscillatory_trial,
                                [dict(kind=kind, seed=0, n=n_osc, epochs=osc_epochs)
@@ -277,12 +266,12 @@ figure(plots.oscillatory_fits(x_grid, target, osc), "oscillatory_fits.png")
 figure(plots.neurons(x_grid, osc["TMAF"]["neurons"]), "oscillatory_learned_activations.png")
 
 error = {kind: run["error"] for kind, run in osc.items()}
-for kind, paper in (("ReLU", "0.97"), ("PReLU", "poor (Fig. 5)")):  # paper: miss the fast part
-    results.append((f"oscillatory: {kind} error", paper, f"{error[kind]:.3f}", error[kind] > 0.25))
-for kind, paper in (("TMAF", "0.033"), ("tri-TMAF", "0.029")):
+for kind in ("ReLU", "PReLU"):  # the paper: both miss the fast part
+    results.add(f"oscillatory: {kind} error", f"{error[kind]:.3f}", error[kind] > 0.25)
+for kind in ("TMAF", "tri-TMAF"):
     verdict = ("yes" if error[kind] < 0.05 else
                "partly (beats ReLU)" if error[kind] < error["ReLU"] else "NO")
-    results.append((f"oscillatory: {kind} error", paper, f"{error[kind]:.3f}", verdict))
+    results.add(f"oscillatory: {kind} error", f"{error[kind]:.3f}", verdict)
 
 # %% [markdown]
 # ## 6. Image classification (the shape of the paper's Table 3.3)
@@ -304,28 +293,20 @@ for kind, paper in (("TMAF", "0.033"), ("tri-TMAF", "0.029")):
 
 # %%
 DATASET = trials.image_dataset()  # MNIST when its files are present
-n_img, n_test, img_epochs, img_width = {"tiny": (512, 1000, 1, 32), "quick": (12000, 10000, 3, 128),
-                                        "full": (60000, 10000, 20, 800)}[SIZE]
+n_img, n_test, img_epochs, img_width = S["images"]
 image_nets = [(kind, depth) for depth in (1, 2) for kind in ("ReLU", "TMAF")]
 image_runs = dict(zip(image_nets, grid("tmaf-images", trials.image_trial, [
     dict(dataset=DATASET, kind=kind, depth=depth, width=img_width, seed=0, n_train=n_img,
          n_test=n_test, epochs=img_epochs) for kind, depth in image_nets])))
-print(f"{DATASET}: {n_img} training, {n_test} test images; width {img_width}, {img_epochs} epochs")
 curves = {f"{kind}, {depth} hidden": run for (kind, depth), run in image_runs.items()}
 figure(plot.learning_curves(curves, out("classification_curves.png"), keys=TEST_KEYS))
 
-PAPER_T33 = {1: (86.1, 92.1), 2: (91.8, 92.2)}  # MNIST test accuracy %, ReLU / TMAF
 accuracy = {net: 100 * run["accuracy"] for net, run in image_runs.items()}
-rows = [("test accuracy %", "ReLU", "TMAF")]
-for depth, paper in PAPER_T33.items():
-    ours = (f"{accuracy[kind, depth]:.2f}" for kind in ("ReLU", "TMAF"))
-    rows += [(f"paper, {depth} hidden", *paper), (f"ours, {depth} hidden", *ours)]
-print(f"\nTable 3.3: paper on MNIST, ours on {DATASET}\n{table(rows)}")
-for depth, (paper_relu, paper_tmaf) in PAPER_T33.items():
+print(plots.table_33(trials.PAPER_T33, accuracy, DATASET, S["images"]))
+for depth, (paper_relu, paper_tmaf) in trials.PAPER_T33.items():
     gain, paper_gain = accuracy["TMAF", depth] - accuracy["ReLU", depth], paper_tmaf - paper_relu
     verdict = "yes" if gain >= paper_gain / 2 else "partly" if gain > 0 else "NO"
-    results.append((f"Table 3.3, {depth} hidden: TMAF - ReLU", f"{paper_gain:+.1f} pts",
-                    f"{gain:+.1f} pts ({DATASET})", verdict))
+    results.add(f"Table 3.3, {depth} hidden: TMAF - ReLU", f"{gain:+.1f} pts ({DATASET})", verdict)
 
 # %% [markdown]
 # ## 7. What a TMAF costs
@@ -352,32 +333,28 @@ for depth, (paper_relu, paper_tmaf) in PAPER_T33.items():
 # it, for what it is worth. We call a cost "comparable" up to 1.5 x ReLU's.
 
 # %%
-steps, repeats, width = {"tiny": (2, 5, 64), "quick": (20, 200, 800), "full": (50, 500, 800)}[SIZE]
-bench_kinds = ("ReLU", "TMAF", "tri-TMAF")
-cost = trials.step_cost(bench_kinds, DATASET, width, steps, repeats)
+steps, repeats, width = S["cost"]
+cost = trials.step_cost(("ReLU", "TMAF", "tri-TMAF"), DATASET, width, steps, repeats)
 act_ms, relu_step_ms, wall_ms = cost["activation_cpu"], cost["step_cpu"]["ReLU"], cost["step_wall"]
-load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-rows = [(f"784-{width}-{width}-10, batch 128", "activation (ms CPU)", "step (ms wall)")]
-rows += [(kind, f"{act_ms[kind]:.2f}", f"{wall_ms[kind]:.1f}") for kind in bench_kinds]
-print(f"Fastest of {steps} steps, backend {tu.get_backend()}, load average {load:.1f} on "
-      f"{os.cpu_count()} cores; the ReLU step took {relu_step_ms:.1f} ms CPU\n{table(rows)}")
+print(plots.step_costs(cost, width, steps))
 figure(plots.activation_cost(act_ms, width), "activation_cost.png")
 for kind in ("TMAF", "tri-TMAF"):
     ratio = 1 + 2 * (act_ms[kind] - act_ms["ReLU"]) / relu_step_ms  # the formula above
     ours = f"{ratio:.2f} x (direct {wall_ms[kind] / wall_ms['ReLU']:.2f})"
-    results.append((f"step cost {kind}/ReLU (CPU, lower bound)", "comparable", ours, ratio <= 1.5))
+    results.add(f"step cost {kind}/ReLU (CPU, lower bound)", ours, ratio <= 1.5)
 
 # %% [markdown]
 # ## Paper vs ours
 #
-# Every comparison the paper draws that this lesson rebuilt; the digit-by-digit
-# errors and accuracies are Tables 3.1 and 3.3 above. Remember what
-# "reproduced" can mean here: the paper's targets, breakpoints, widths and
-# epochs are lost, so a row is "yes" when the *comparison* the paper draws
-# (which activation is better, roughly by how much) holds on our setting.
-# Optimiser in every row: Adam, not the paper's SGD (see section 3).
-# In --tiny mode the networks barely train: its numbers are not claims.
+# Every comparison the paper draws that this lesson rebuilt, each added where it
+# was computed; the digit-by-digit errors and accuracies are Tables 3.1 and 3.3
+# above. Remember what "reproduced" can mean here: the paper's targets,
+# breakpoints, widths and epochs are lost, so a row is "yes" when the
+# *comparison* the paper draws (which activation is better, roughly by how
+# much) holds on our setting. Optimiser in every row: Adam, not the paper's SGD
+# (see section 3). Under the table, the likely reason for each row that does not
+# (fully) hold; the paper's numbers and those reasons are `PAPER` in
+# lessons/trials/tmaf.py.
 
 # %%
-print(f"\nPaper vs ours ({SIZE} mode; Adam, not the paper's SGD; targets, widths etc. ours)")
 results.show()

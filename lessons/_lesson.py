@@ -6,6 +6,7 @@
     results = Results("paper")           # the closing "paper vs ours" table
     ...
     results.append((what, paper, ours, reproduced))
+    results.add(what, ours, reproduced)  # with Results("paper", claims=PAPER): paper, reason
     results.show()
     runs = grid("tmaf-widths", tmaf.width_trial, [dict(width=w, seed=s) for ...])
 
@@ -136,24 +137,49 @@ TEST_KEYS = ("train loss", "test loss", "test accuracy")
 
 
 class Results(list):
-    """Rows (what, reference, ours, holds) for the closing table; show() prints it.
+    """Rows (what, reference, ours, holds[, why]) for the closing table; show() prints it.
     holds=None marks a number shown for comparison with no claim attached ("-"); a string
-    (e.g. "partly") is printed as it is."""
+    (e.g. "partly") is printed as it is. why, the likely reason where a row does not (fully)
+    hold, is printed under the table.
 
-    def __init__(self, reference: str = "paper", verdict: str = "reproduced"):
+    claims, {what: (reference, why)}, keeps a lesson's paper numbers and its reasons as
+    data beside its trials ({names} in a why are filled from the run's settings);
+    add(what, ours, holds) then appends that row, next to the computation it summarises."""
+
+    def __init__(self, reference: str = "paper", verdict: str = "reproduced", claims=None,
+                 settings=None):
         super().__init__()
         self.reference, self.verdict = reference, verdict
+        self.claims, self.settings = claims or {}, settings or {}
+
+    def add(self, what: str, ours, holds) -> None:
+        """Append the row of claims[what] and print it, so that a notebook shows each
+        comparison in the cell that makes it."""
+        if what not in self.claims:
+            raise KeyError(f"Results.add: no claim {what!r}; the claims are {list(self.claims)}")
+        reference, why = self.claims[what]
+        self.append((what, reference, ours, holds, why.format(**self.settings)))
+        print(f"{what}: ours {ours}, {self.reference} {reference} -> {_mark(holds)}")
 
     def show(self) -> None:
         head = ("result", self.reference, "ours")
-        rows = [(str(a), str(b), str(c)) for a, b, c, _ in self]
+        rows = [(str(a), str(b), str(c)) for a, b, c, *_ in self]
         widths = [max(len(r[i]) for r in rows + [head]) + 2 for i in range(3)]
         line = lambda r: "".join(f"{v:<{w}}" for v, w in zip(r, widths))  # noqa: E731
         print("\n" + line(head) + self.verdict)
-        for row, (*_, ok) in zip(rows, self):
-            print(line(row) + (ok if isinstance(ok, str) else "-" if ok is None
-                               else "yes" if ok else "NO"))
+        for row, (_, _, _, ok, *_) in zip(rows, self):
+            print(line(row) + _mark(ok))
+        for what, _, _, ok, *why in self:
+            if why and why[0] and _mark(ok) not in ("yes", "-"):
+                print(f"{'not reproduced' if _mark(ok) == 'NO' else _mark(ok)}: {what}: {why[0]}")
+        if MODE == "tiny":
+            print("(--tiny trains for seconds: its numbers are a smoke test, not results)")
         print(f"mode {MODE}; wall time {elapsed():.0f} s; figures in {OUT}")
+
+
+def _mark(ok) -> str:
+    """A row's verdict as the closing table prints it."""
+    return ok if isinstance(ok, str) else "-" if ok is None else "yes" if ok else "NO"
 
 
 def host(t):

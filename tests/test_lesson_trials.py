@@ -95,6 +95,39 @@ def test_grid_in_full_stores_every_trial_and_a_second_call_computes_none(tmp_pat
     assert first == second == [{"seed": s, "square": s * s} for s in (3, 1, 2)]
 
 
+# --------------------------------------------------------------------------- _lesson.Results
+def test_results_add_takes_the_claim_and_prints_why_only_under_rows_that_do_not_hold(
+        capsys, monkeypatch):
+    monkeypatch.setattr(_lesson, "MODE", "quick")
+    claims = {"fit": ("0.9", "only {epochs} epochs"), "order": ("A < B", "never shown")}
+    results = _lesson.Results("paper", claims=claims, settings=dict(epochs=3))
+    results.add("fit", "0.5", False)
+    results.add("order", "A < B", True)
+    results.append(("plain row", "x", "y", None))  # a row without a reason still prints
+    results.show()
+    out = capsys.readouterr().out
+    assert "fit: ours 0.5, paper 0.9 -> NO" in out  # printed where it was added
+    assert "not reproduced: fit: only 3 epochs" in out
+    assert "never shown" not in out
+    assert [line.split()[-1] for line in out.splitlines() if line.startswith(
+        ("fit ", "order ", "plain row "))] == ["NO", "yes", "-"]
+
+
+def test_results_add_of_an_unknown_claim_names_the_callable_and_the_claim():
+    with pytest.raises(KeyError, match="Results.add.*'nope'"):
+        _lesson.Results(claims={"fit": ("0.9", "")}).add("nope", "1", True)
+
+
+@pytest.mark.parametrize("unit", ["two_argument", "tmaf"])
+def test_every_claims_reason_fills_from_its_lessons_sizes_in_every_mode(unit):
+    import importlib
+    trials = importlib.import_module(f"lessons.trials.{unit}")
+    for sizes in trials.SIZES.values():
+        for reference, why in trials.PAPER.values():
+            assert isinstance(reference, str)
+            why.format(**sizes)  # a {name} that the mode's sizes lack raises here
+
+
 # --------------------------------------------------------------------------- lesson 1: DAC
 @pytest.fixture
 def dac():

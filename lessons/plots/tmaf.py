@@ -1,6 +1,12 @@
-"""Lesson 3's figures (TMAF): each takes the lesson's numbers and returns a Figure."""
+"""Lesson 3's figures (TMAF): each takes the lesson's numbers and returns a Figure; and
+its tables (Tables 3.1 and 3.3 beside the paper's, the step costs) as text."""
+import os
+
 import matplotlib.pyplot as plt
 import numpy as np
+
+import tinyunits as tu
+from lessons._lesson import table
 
 
 def _broken(x, y, jump):
@@ -69,3 +75,38 @@ def activation_cost(ms, width):
     ax.set_ylabel("ms (CPU), forward + backward")
     ax.set_title(f"one activation layer on a (128, {width}) batch", fontsize=9)
     return fig
+
+
+def table_31(columns, paper, ours):
+    """Table 3.1 as text: the paper's errors, then ours, per column (depth, width);
+    paper and ours: kind -> one error per column."""
+    rows = [("column", *range(1, len(columns) + 1)), ("ours: layers", *(d for d, _ in columns)),
+            ("ours: width", *(w for _, w in columns))]
+    rows += [(f"paper {kind}", *(f"{e:.3f}" for e in errs[:len(columns)]))
+             for kind, errs in paper.items()]
+    rows += [(f"ours {kind}", *(f"{e:.3f}" for e in errs)) for kind, errs in ours.items()]
+    return f"\nTable 3.1, relative L2 error (paper: column settings lost)\n{table(rows)}"
+
+
+def table_33(paper, accuracy, dataset, sizes):
+    """Table 3.3 as text: test accuracy % per number of hidden layers, the paper's (on
+    MNIST; paper: depth -> (ReLU, TMAF)) above ours (accuracy: (kind, depth) -> %) on
+    dataset, with sizes = (training images, test images, epochs, width)."""
+    n_train, n_test, epochs, width = sizes
+    rows = [("test accuracy %", "ReLU", "TMAF")]
+    for depth, numbers in paper.items():
+        ours = (f"{accuracy[kind, depth]:.2f}" for kind in ("ReLU", "TMAF"))
+        rows += [(f"paper, {depth} hidden", *numbers), (f"ours, {depth} hidden", *ours)]
+    return (f"\nTable 3.3: paper on MNIST, ours on {dataset} ({n_train} training, {n_test} test "
+            f"images; width {width}, {epochs} epochs)\n{table(rows)}")
+
+
+def step_costs(cost, width, steps):
+    """trials.step_cost's numbers as text, with the machine's load while they were taken."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    rows = [(f"784-{width}-{width}-10, batch 128", "activation (ms CPU)", "step (ms wall)")]
+    rows += [(kind, f"{ms:.2f}", f"{cost['step_wall'][kind]:.1f}")
+             for kind, ms in cost["activation_cpu"].items()]
+    return (f"Fastest of {steps} steps, backend {tu.get_backend()}, load average {load:.1f} on "
+            f"{os.cpu_count()} cores; the ReLU step took {cost['step_cpu']['ReLU']:.1f} ms CPU\n"
+            f"{table(rows)}")

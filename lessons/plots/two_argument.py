@@ -27,9 +27,11 @@ def session_one(two, one):
     return fig
 
 
-def learning_curves(sessions, ylabel):
-    """Figure 4d: sessions is {title: {name: (mean, sd) per epoch}}, one panel each."""
-    fig, axes = plt.subplots(1, len(sessions), figsize=(10, 3.6), sharey=True)
+def learning_curves(session2, session3, data):
+    """Figure 4d, a panel per session: {name: (mean, sd) of validation accuracy per epoch}
+    of sessions II and III on the data set called data."""
+    sessions = {"session II: inner + outer": session2, "session III: inner frozen": session3}
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
     for ax, (title, curves) in zip(axes, sessions.items()):
         for name, (mean, sd) in curves.items():
             epochs = np.arange(1, len(mean) + 1)
@@ -37,7 +39,7 @@ def learning_curves(sessions, ylabel):
             ax.fill_between(epochs, mean - sd, mean + sd, color=COLORS[name], alpha=0.2)
         ax.set(title=title, xlabel="epoch")
         ax.xaxis.get_major_locator().set_params(integer=True)
-    axes[0].set_ylabel(ylabel)
+    axes[0].set_ylabel(f"{data} validation accuracy (%)")
     axes[0].legend()
     return fig
 
