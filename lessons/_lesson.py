@@ -138,11 +138,21 @@ TEST_KEYS = ("train loss", "test loss", "test accuracy")
 class Results(list):
     """Rows (what, reference, ours, holds) for the closing table; show() prints it.
     holds=None marks a number shown for comparison with no claim attached ("-"); a string
-    (e.g. "partly") is printed as it is."""
+    (e.g. "partly") is printed as it is. With claims (key -> (what, reference)), a row may be
+    (key, ours, holds): a lesson keeps the paper's claims as data, one short row per check."""
 
-    def __init__(self, reference: str = "paper", verdict: str = "reproduced"):
+    def __init__(self, reference: str = "paper", verdict: str = "reproduced", claims: dict = None):
         super().__init__()
         self.reference, self.verdict = reference, verdict
+        self.claims = claims or {}
+
+    def append(self, row) -> None:
+        if len(row) == 3:
+            if row[0] not in self.claims:
+                raise KeyError(f"Results.append: a row (key, ours, holds) needs a key of claims "
+                               f"{sorted(self.claims)}, got {row[0]!r}")
+            row = (*self.claims[row[0]], *row[1:])
+        super().append(row)
 
     def show(self) -> None:
         head = ("result", self.reference, "ours")

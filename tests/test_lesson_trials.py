@@ -55,7 +55,7 @@ def swept_twice(fn, settings, store):
     return first[0], second[0], len(calls)
 
 
-# --------------------------------------------------------------------------- _lesson.grid
+# --------------------------------------------------------------------------- _lesson.grid, Results
 def count_calls(calls):
     def fn(settings):
         calls.append(settings)
@@ -93,6 +93,17 @@ def test_grid_in_full_stores_every_trial_and_a_second_call_computes_none(tmp_pat
     second = _lesson.grid("test-grid", count_calls(again), TRIALS)
     assert again == []
     assert first == second == [{"seed": s, "square": s * s} for s in (3, 1, 2)]
+
+
+def test_results_row_by_claim_key_takes_what_and_reference_from_the_claims():
+    results = _lesson.Results("paper", claims={"3x3": ("3x3 conv: growth", "+11 %")})
+    results.append(("3x3", "+10.9 %", True))
+    results.append(("dense: growth", "x2", "x1.995", True))  # a full row, as before
+    assert results == [("3x3 conv: growth", "+11 %", "+10.9 %", True),
+                       ("dense: growth", "x2", "x1.995", True)]
+    with pytest.raises(KeyError, match="Results.append.*'1x1'"):
+        results.append(("1x1", "+50 %", True))
+    assert len(results) == 2
 
 
 # --------------------------------------------------------------------------- lesson 1: DAC
