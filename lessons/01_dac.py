@@ -51,7 +51,7 @@ from lessons.trials.dac import predict, set_param
 
 args, SIZE = setup("01_dac", "Lesson 1: DAC units (unshared biases)", full="the paper's settings (hours)")
 tu.manual_seed(0)
-results = Results("paper", claims=trials.PAPER)  # the closing table; the paper's claims are data
+results = Results("paper", claims=trials.PAPER)  # closing table; PAPER: key -> (claim, the paper's number)
 
 
 # %% [markdown]
@@ -182,6 +182,10 @@ results.append(("7a DAC", f"hand {hand_ok}; learned {dac_wins}/{SEEDS_7}", hand_
 results.append(("7a standard", f"learned {std_wins}/{SEEDS_7}", std_wins == 0))
 
 # %% [markdown]
+# Along the diagonal the standard unit is one line, so its output is monotone in t
+# and cannot be above the threshold at the middle point alone; the DAC unit's two
+# kinks let its output rise and fall again.
+#
 # **7b.** Blue points inside the square |x1| + |x2| < 1, green ones around it.
 # The caption's net: a DAC layer R^2 -> R^2 with w_ij = 1, b_1j = 1, b_2j = 0,
 # then g(y) = y1 - 2 y2 - 1, is positive exactly on the blue points. With a
@@ -218,6 +222,11 @@ results.append(("7b DAC", f"hand {hand_b_ok}; learned {dac2}/{SEEDS_7}", hand_b_
 results.append(("7b standard", f"{std2}/{SEEDS_7} / {std4}/{SEEDS_7}", std2 == 0 and std4 > 0))
 
 # %% [markdown]
+# In the decision regions, a standard net with 2 units gives the inner points'
+# class an unbounded region (or none), as argued above; a DAC net whose start
+# succeeded closes that region around the square, as the standard net with 4
+# units does.
+#
 # ## 3. Theorem C.1: piecewise-linear functions with 2k parameters
 #
 # One DAC unit with its input x replicated k times computes
@@ -290,6 +299,10 @@ results.append(("C.1 two layers", f"{n_params[two_name]} p.: exact {two_exact_er
                 n_params[two_name] == 3 * K + 1 and two_exact_err < 1e-5 and wins[small_name] == 0))
 
 # %% [markdown]
+# Each curve in the figure is a fit minus the target's best straight line, so what
+# is drawn is the bends: a fit on the grey curve has found all of them. The
+# one-layer standard unit, a ReLU of one line, has one kink and cannot follow.
+#
 # ## 4. eq. (7) by hand, and the granular masking
 #
 # For $y_i = \sum_j w_{ij} \varphi(b_{ij} + x_j)$ and $g_i = \partial E / \partial y_i$, eq. (7) reads
@@ -394,6 +407,11 @@ results.append(("matched", f"w={w_top}: {dac_mse:.4f} vs {base_mse:.4f}", dac_ms
 results.append(("x2", f"w={w_top}: {gain_b[-1]:+.2f} vs {gain_w[-1]:+.2f} nats", gain_b[-1] < gain_w[-1]))
 
 # %% [markdown]
+# Left: at matched parameter counts, the DAC twin (blue) against the baseline
+# (orange), lower is better. Right: a bar below zero means that doubling the
+# parameters lowered the test MSE, by biases (blue) or by weights (orange). One
+# seed decides each point here; the paper averages replicates.
+#
 # ## 6. A plain convnet on Fashion-MNIST: baseline vs DAC
 #
 # The paper's VGG "20/16": 19 3x3 conv layers, each conv -> BN -> ReLU, with 16
@@ -457,8 +475,9 @@ own_costs = network_costs(CONV["stages"], CONV["per_stage"], HW, 1)
 print(plots.costs_text(f"our net {CONV['stages']} x {CONV['per_stage']} on {HW}x{HW}", *own_costs))
 
 # %% [markdown]
-# Our net has three conv layers, not nineteen, so its stem and its 1x1 head weigh
-# more in these ratios than in the paper's 20/16.
+# With few layers (three in --quick, against the paper's nineteen) the stem and the
+# 1x1 head weigh more in these ratios; in --full our net is the 20/16 itself, on
+# 28 x 28 x 1 images.
 
 # %%
 # One net is `trials.vgg_trial`: `trials.vgg` on `trials.fashion_mnist`, by the recipe above.
