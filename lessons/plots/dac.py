@@ -1,4 +1,5 @@
-"""Lesson 1's figures (DAC): each function takes the lesson's numbers, returns a Figure."""
+"""Lesson 1's figures (DAC): each function takes the lesson's numbers and returns a Figure
+(growth_table, costs_text and fits_table, what the lesson prints, return text)."""
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -96,3 +97,29 @@ def regression(widths, reg, gain_w, gain_b):
                      max(list(gain_w) + list(gain_b) + [0.0]) + 0.01)
     axes[1].legend(fontsize=7, loc="lower center")
     return fig
+
+
+def growth_table(counted):
+    """Section 1's counts as text; counted: layer name -> (section4_counts' dict,
+    (the formulas' parameter and FLOP growth), the plain loop's FLOP growth or None)."""
+    lines = [f"{'layer':<22}{'params x':>12}{'formula':>10}{'FLOPs x':>12}{'formula':>10}"
+             f"{'by loop':>10}"]
+    for name, (c, (formula_p, formula_f), loop) in counted.items():
+        by_loop = "" if loop is None else f"{loop:.4f}"
+        lines.append(f"{name:<22}{c['parameter_increase']:>12.4f}{formula_p:>10.4f}"
+                     f"{c['flop_increase']:>12.4f}{formula_f:>10.4f}{by_loop:>10}")
+    return "\n".join(lines)
+
+
+def fits_table(errors, n_params, wins):
+    """Theorem C.1's fits as text, one line per model: its parameter count, the error of
+    each random PL_k, how many are below 1e-3. errors: model -> errors; n_params, wins: model -> int."""
+    return "\n".join(f"{name:<34}{n_params[name]:>4} parameters   errors "
+                     f"{' '.join(f'{e:.0e}' for e in errs)}   below 1e-3: {wins[name]}/{len(errs)}"
+                     for name, errs in errors.items())
+
+
+def costs_text(net, params, flops_section4, flops_ours):
+    """A net's growth, DAC twin over baseline, as network_costs in lesson 1 counts it."""
+    return (f"{net}, counted: parameters x{params:.3f}; FLOPs x{flops_section4:.3f} "
+            f"(section 4's convention), x{flops_ours:.3f} (as our code computes)")
