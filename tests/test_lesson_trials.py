@@ -62,3 +62,34 @@ def test_hannet_board_trial_names_an_unknown_net(trials):
     from lessons.trials import hannet
     with pytest.raises(ValueError, match=r"board_trial: net must be one of .*'fc_abs'.*got 'mlp'"):
         hannet.board_trial(dict(net="mlp", lr=0.05, seed=0, steps=1))
+
+
+# --------------------------------------------------------------------------- lesson 5 (focusing)
+def test_focusing_learning_to_focus_through_the_sweep_equals_a_direct_call(tmp_path, trials):
+    from lessons.trials import focusing
+    settings = dict(side="left", seed=3, n=100, epochs=2)
+    direct = focusing.learning_to_focus(dict(settings))
+    assert_same(through_sweep(tmp_path, focusing.learning_to_focus, settings), direct)
+    assert direct["mu"].shape == direct["sigma"].shape == (3, 4)  # the start and each epoch
+    assert direct["informative"].sum() == 20 and 0 <= direct["over"] <= 4
+
+
+def test_focusing_fashion_trial_through_the_sweep_equals_a_direct_call(tmp_path, trials):
+    from lessons.trials import focusing
+    settings = dict(kind="Focus-s", seed=1, n_train=256, n_test=128, hidden=8, epochs=2,
+                    batch=64, prune=[0.0, 0.5, 2.0])
+    direct = focusing.fashion_trial(dict(settings))
+    assert_same(through_sweep(tmp_path, focusing.fashion_trial, settings), direct)
+    assert len(direct["test_acc"]) == 2 and direct["sigma"].shape == (16,)
+    sparsity = [s for s, _ in direct["pruned"]]
+    assert sparsity[0] == 0.0 and sparsity == sorted(sparsity) and sparsity[-1] > 0.5
+    assert direct["pruned"][0][1] == pytest.approx(100 * direct["test_acc"][-1])  # unpruned
+
+
+def test_focusing_fashion_trial_of_a_dense_net_has_no_focus_and_names_an_unknown_kind(trials):
+    from lessons.trials import focusing
+    dense = focusing.fashion_trial(dict(kind="Dense", seed=0, n_train=128, n_test=64, hidden=4,
+                                        epochs=1, batch=64, prune=[]))
+    assert sorted(dense) == ["test_acc"]
+    with pytest.raises(ValueError, match=r"fashion_trial: kind must be one of .*got 'Focus'"):
+        focusing.fashion_trial(dict(kind="Focus"))
