@@ -195,7 +195,7 @@ results.append(("eq. (8) + normaliser vs finite differences", "derived, not chec
 #   rate and sigma at a tenth of it; the script trains mu and sigma both at 1e-4.
 # - *The output layer's init.* The script uses Lasagne's `HeUniform()` at its
 #   default gain 1, which draws U(+-sqrt(3 / fan_in)): at gain 1 that is exactly
-#   LeCun's uniform init, so the code below calls it `lecun_uniform`.
+#   LeCun's uniform init, so our code calls it `lecun_uniform`.
 # - Where the paper is silent, also as the script does: 2000 *training* rows (it
 #   draws 2000 / 0.7 rows, then splits 70/30); blobs from sklearn's
 #   make_classification (each blob its own random covariance, 1 % of labels
@@ -207,7 +207,9 @@ results.append(("eq. (8) + normaliser vs finite differences", "derived, not chec
 # border, so this asks every neuron to end on the informative side. We also
 # report the share of each neuron's focus mass u^2 that falls on informative
 # inputs. Seed 0 is the run we plot, as the paper plots one run; the other
-# seeds show how much one run can say.
+# seeds show how much one run can say. One run is `learning_to_focus` in
+# lessons/trials/focusing.py (this recipe, line for line); we run it for each
+# seed and noise layout.
 
 # %%
 ltf_trials = [dict(side=side, seed=seed, n=SETTINGS["ltf_n"], epochs=SETTINGS["ltf_epochs"])
