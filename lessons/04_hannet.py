@@ -460,9 +460,10 @@ figure(plots.checkerboard(board, X_TRAIN, Y_TRAIN, FCNet=fc_run, HanNet=han_run)
 # 20,000 steps, for all three (so the H+ABS row is re-run at that budget and none
 # of these rows is the paper's 40,000-step number); --full runs width 100 for
 # 40,000 steps, each variant swept over the learning rates 0.001 ... 0.25. H+ReLU is
-# HanLayer(..., activation="relu"); in quick mode FC+ABS gets the FCNet's lr 0.01
-# (at 0.05 it diverges). The three nets are `hannet`, `h_relu` and `fc_abs` in
-# lessons/trials/hannet.py: `board_net` with each middle.
+# HanLayer(..., activation="relu"); in quick mode FC+ABS gets the FCNet's lr 0.01,
+# the rate for square Linear layers (--full tries every rate on every variant and
+# marks the runs that diverge). The three nets are `hannet`, `h_relu` and `fc_abs`
+# in lessons/trials/hannet.py: `board_net` with each middle.
 
 # %%
 ABLATION = {"H+ABS": "hannet", "H+ReLU": "h_relu", "FC+ABS": "fc_abs"}
