@@ -29,12 +29,10 @@
 # 2 cores), `--full` (the paper's sweeps and budgets) or `--tiny` (seconds).
 
 # %%
-import time
 import warnings
 
-from _lesson import Results, figure, paper_sweep, setup  # checkout, BLAS thread, figures, table
+from _lesson import Results, figure, grid, paper_sweep, setup  # checkout, BLAS thread, figures, table
 
-import matplotlib.pyplot as plt
 import numpy as np  # host-side data, measurements and printing
 
 import datasets
@@ -42,12 +40,12 @@ import tinyunits as tu
 from tinyunits import nn, ops, optim
 from tinyunits.train import accuracy, evaluate, fit
 from tinyunits.units import han_measures as hm
+from lessons.plots import hannet as plots
 from lessons.trials import hannet as board_trials
-from lessons.trials.hannet import board_accuracy, board_net, fcnet, hannet, train_board
 
 args, SIZE = setup("04_hannet", "HanNet: variability and Han-layers",
                    full="the paper's budgets and lr sweeps")
-# A diverging run in an lr sweep overflows; train_run reports it in one line instead.
+# A diverging run in an lr sweep overflows; the lr sweep reports it in one word instead.
 warnings.filterwarnings("ignore", "overflow|invalid value", RuntimeWarning)
 
 # Every knob that changes with the mode, in one place.
@@ -67,9 +65,14 @@ CONFIG = {
                         full=[0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25]),
     "ablation_width": dict(tiny=30, quick=30, full=100),
     "ablation_steps": dict(tiny=200, quick=20_000, full=40_000),
+    # full: the paper sweeps one list for every variant; quick: the HanNet's or the FCNet's lr
+    "ablation_lrs": dict(tiny=None, quick=None, full=[0.001, 0.005, 0.01, 0.025, 0.05, 0.075,
+                                                      0.1, 0.25]),
+    "prop3_draws": dict(tiny=20_000, quick=400_000, full=400_000),
     "flips":       dict(tiny=[0.1], quick=[], full=[0.05, 0.1, 0.15, 0.2]),
     "mixer_train": dict(tiny=256, quick=8_000, full=60_000),
     "mixer_epochs": dict(tiny=1, quick=3, full=20),
+    "mixer_test":  dict(tiny=500, quick=2000, full=10_000),
 }
 C = {k: v[SIZE] for k, v in CONFIG.items()}
 results = Results("paper")
@@ -137,24 +140,14 @@ for kind, depths in LANDSCAPE_ROWS:
         net = random_hannet(L, d) if kind == "han" else random_fcnet(L, d, kind)
         landscapes[kind, L] = (hm.landscape(net, C["grid"]), d, net.num_parameters())
 
-fig, axes = plt.subplots(4, 5, figsize=(15, 12))
-for row, (kind, depths) in zip(axes, LANDSCAPE_ROWS):
-    for ax, L in zip(row, depths):
-        z, d, n_params = landscapes[kind, L]
-        ax.imshow(z.T, origin="lower", extent=(-1, 1, -1, 1), cmap="viridis")
-        ax.set_title(f"{kind} L={L} d={d}\n{n_params} params, range/max {flatness(z):.1e}",
-                     fontsize=9)
-        ax.set_xticks([]), ax.set_yticks([])
-fig.suptitle("||F_L(x)||^2 on [-1,1]^2 for one random draw (paper Figure 1)")
-figure(fig, "landscapes.png")
+flat = {key: flatness(z) for key, (z, _, _) in landscapes.items()}
+figure(plots.landscapes(landscapes, LANDSCAPE_ROWS, flat), "landscapes.png")
 
 print("landscapes: (max - min) / max of ||F_L||^2; near 0 = collapsed to a constant")
-print("        " + " ".join(f"{'L=' + str(L):>9}" for L in [2, 10, 20, 40, 60]))
 for kind, depths in LANDSCAPE_ROWS:
-    print(f"{kind:>7} " + " ".join(f"{flatness(landscapes[kind, L][0]):9.1e}" for L in depths)
-          + ("   (sigmoid depths 2, 4, 6, 10, 15)" if kind == "sigmoid" else ""))
+    print(f"{kind:>7} " + " ".join(f"{'L=' + str(L):>6} {flat[kind, L]:.1e}" for L in depths))
 
-deep_flat = {kind: flatness(landscapes[kind, depths[-1]][0]) for kind, depths in LANDSCAPE_ROWS}
+deep_flat = {kind: flat[kind, depths[-1]] for kind, depths in LANDSCAPE_ROWS}
 # Collapsed: the landscape varies by less than 1e-3 of its size; alive: by more than 1e-2.
 results.append(("Fig. 1: deepest sigmoid (L=15) landscape", "constant (C2C)",
                 f"range/max {deep_flat['sigmoid']:.0e}", deep_flat["sigmoid"] < 1e-3))
@@ -193,37 +186,23 @@ for i, L in enumerate(C["v3_depths"]):
     print(f"{L:4d}{v3_rows['relu'][i][1]:4d}" + "".join(
         f"{v3_rows[k][i][2]:13.3g} [{v3_rows[k][i][3]:2d}]" for k in v3_rows))
 
-fig, axes = plt.subplots(1, 3, figsize=(14, 3.6), sharey=True)
-floor = min(r[2] for rows in v3_rows.values() for r in rows if r[2] > 0) / 3
-for ax, (kind, rows) in zip(axes, v3_rows.items()):
-    ax.bar([r[0] for r in rows], [r[2] for r in rows], width=2.2)
-    zeros = [r[0] for r in rows if r[2] == 0]  # 0 has no place on a log axis: mark it
-    ax.plot(zeros, [floor] * len(zeros), "rx", label="V3 = 0 (a sample collapsed)")
-    if zeros:
-        ax.legend(fontsize=8)
-    ax.set_title(f"{'HanNet' if kind == 'han' else 'FCNet-' + kind}: V3 vs depth")
-    ax.set_xlabel("L (width shrinks to keep ~4000 FC parameters)")
-    ax.set_yscale("log")
-axes[0].set_ylabel(f"V3, geometric mean of {C['v3_samples']}")
-figure(fig, "v3_vs_depth.png")
+figure(plots.v3_vs_depth(v3_rows, C["v3_samples"]), "v3_vs_depth.png")
 
 
 def peak_depth(rows):
     return max(rows, key=lambda r: r[2])[0]
 
 
-relu_zero = [r[0] for r in v3_rows["relu"] if r[2] == 0]
+relu_peak, relu_zero = peak_depth(v3_rows["relu"]), [r[0] for r in v3_rows["relu"] if r[2] == 0]
 results.append(("Fig. 2: ReLU V3 peak depth", "L ~ 16 (then 0 from L = 25)",
-                f"L = {peak_depth(v3_rows['relu'])}, 0 from "
-                f"{relu_zero[0] if relu_zero else 'never'}",
-                bool(relu_zero) and 9 <= peak_depth(v3_rows["relu"]) <= 24))
-han_min = min(r[2] for r in v3_rows["han"])
+                f"L = {relu_peak}, 0 from {relu_zero[0] if relu_zero else 'never'}",
+                bool(relu_zero) and 9 <= relu_peak <= 24))
+han_min, abs_min = (min(r[2] for r in v3_rows[kind]) for kind in ("han", "abs"))
 abs_zero = [r[0] for r in v3_rows["abs"] if r[2] == 0]
 results.append(("Fig. 2: ABS V3 after its peak", "declines, never 0 up to L = 45",
                 "never 0" if not abs_zero else f"0 at L = {abs_zero[0]}", not abs_zero))
 results.append(("Fig. 2: HanNet V3", "stays high at every depth",
-                f"min {han_min:.3g} vs ABS min {min(r[2] for r in v3_rows['abs']):.3g}",
-                han_min > 0 and han_min >= min(r[2] for r in v3_rows["abs"])))
+                f"min {han_min:.3g} vs ABS min {abs_min:.3g}", han_min > 0 and han_min >= abs_min))
 
 # %% [markdown]
 # Why variability first rises: at a fixed parameter budget N_w, a deeper FC net is
@@ -239,22 +218,14 @@ results.append(("Fig. 2: HanNet V3", "stays high at every depth",
 
 # %%
 n_w = 4000
-Ls = np.arange(1, 61)
-fig, ax = plt.subplots(figsize=(5.5, 3.6))
-ax.plot(Ls, hm.fc_activation_ratio(Ls, n_w), label="closed form (A.3, corrected)")
-ax.plot(Ls, (Ls + np.sqrt(Ls ** 2 + 4 * Ls * n_w)) / n_w, "--", label="eq. (11) as printed")
 counted = []
 for L in (1, 2, 4, 8, 16, 32):
     d = hm.fc_width(L, n_w)
     counted.append((L, hm.activation_ratio(L * d, (d * d + d) * L)))
-ax.plot(*zip(*counted), "o", label="L d / ((d^2 + d) L), unrounded d")
-ax.set_xlabel("L"), ax.set_ylabel("activation ratio"), ax.legend(fontsize=8)
-ax.set_title(f"AR at N_w = {n_w}")
-figure(fig, "activation_ratio.png")
+figure(plots.activation_ratio(n_w, counted), "activation_ratio.png")
 closed_ok = all(abs(hm.fc_activation_ratio(L, n_w) - r) < 1e-12 for L, r in counted)
-print(f"AR closed form = count at L in {[c[0] for c in counted]}: {closed_ok}")
 results.append(("A.3: AR increasing in L, fastest at L = 1", "yes (eq. 11)",
-                "yes; eq. 11 needs -L and /2", closed_ok))
+                "closed form = count; eq. 11: -L, /2", closed_ok))
 
 # %% [markdown]
 # ## 3. C- and G-matrices (Appendix A.4, Figure 6) and Propositions 1-3
@@ -297,17 +268,7 @@ for Cm, G, _, _, _ in hm.c_and_g(han_weights, han_biases, "abs", *x_pair):
     han_norms.append(hm.spectral_norm(Cm))
     han_orthogonality = max(han_orthogonality, float(np.abs(G.T @ G - np.eye(d)).max()))
 
-Ls = np.arange(1, depth + 1)
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
-ax1.semilogy(Ls, relu_norms[:, 0], label="||C_L(x, xbar)||")
-ax1.semilogy(Ls, relu_norms[:, 1], label="||G_L(x)||", alpha=0.7)
-ax1.semilogy(Ls, relu_norms[:, 2], label="||G_L(xbar)||", alpha=0.7)
-ax1.set_title(f"ReLU, d = {d}"), ax1.set_xlabel("L"), ax1.legend(fontsize=8)
-ax2.semilogy(Ls, relu_norms[:, 0], label="C_L ReLU")
-ax2.semilogy(Ls, abs_norms[:, 0], label="C_L ABS")
-ax2.semilogy(Ls, han_norms, label="C_L HanNet (G_L = 1 exactly)")
-ax2.set_title("C-matrices: ReLU vs ABS"), ax2.set_xlabel("L"), ax2.legend(fontsize=8)
-figure(fig, "c_and_g_matrices.png")
+figure(plots.c_and_g(relu_norms, abs_norms, han_norms, d), "c_and_g_matrices.png")
 
 c_over_g = relu_norms[-1, 0] / relu_norms[-1, 1:].min()
 # One draw is one draw: the C/G ratio at the last depth over a few more pairs and nets.
@@ -348,7 +309,7 @@ results.append(("Prop. 1: HanNet G_L orthogonal", "exactly, any L",
 # raised to the power d (eq. 17). We simulate it.
 
 # %%
-n_draws = 20_000 if SIZE == "tiny" else 400_000
+n_draws = C["prop3_draws"]
 print("Prop. 3: P(|phi(u) - phi(v)| = |u - v|), simulated vs eq. (17)")
 worst = 0.0
 for p in (0.5, 0.25):
@@ -391,43 +352,35 @@ tu.set_default_dtype("float32")
 #
 # Both: SGD with momentum 0.9, batches of 100 drawn at random each step, 40,000
 # steps, the learning rate x0.2 at 50/70/90 % of the steps (the ablation below
-# runs the same frame at half that budget in quick mode). The loop is
-# written out here rather than through train.fit, because the paper samples a fresh
-# batch each step instead of walking through epochs, and per-step overhead counts
-# when a step is ~2 ms.
+# runs the same frame at half that budget in quick mode). The training loop,
+# `train_board`, is written out rather than run through train.fit, because the
+# paper samples a fresh batch each step instead of walking through epochs. It
+# lives in lessons/trials/hannet.py with the two nets, `hannet` and `fcnet`: read
+# them there, they are the recipe above. `board_trial` there trains one net at one
+# learning rate from one seed and returns its accuracies; that module is what
+# --full's sweeps run on every worker. The paper reports the best test accuracy of
+# a learning-rate sweep; `lr_sweep` below runs one (a single lr per net in quick
+# mode) from seed 0.
 
 # %%
-X_TRAIN, Y_TRAIN, X_TEST, Y_TEST = datasets.checkerboard()
+X_TRAIN, Y_TRAIN, _, _ = datasets.checkerboard()
 
 
-# The nets and the training loop live in lessons/trials/hannet.py, the module that
-# --full's sweep runs on every worker; read them there, they are the recipe above.
-def train_run(model, steps, lr, data=(X_TRAIN, Y_TRAIN), seed=0):
-    """One run of the paper's recipe; returns (train acc, test acc, ms per step)."""
-    start = time.perf_counter()
-    loss = train_board(model, steps, lr, data, seed=seed)
-    ms = (time.perf_counter() - start) / steps * 1e3
-    if not np.isfinite(loss):  # a too-large lr in a sweep: say so, do not hide it
-        print(f"        diverged at lr {lr} (loss {loss})")
-    return board_accuracy(model, X_TRAIN, Y_TRAIN), board_accuracy(model, X_TEST, Y_TEST), ms
+def lr_sweep(label, net, lrs, steps, **settings):
+    """One run of `net` per learning rate, from seed 0; print each, return the best
+    (its lr added). In --full the runs go through the sweep store."""
+    print(f"{label}, {steps} steps")
+    trials = [dict(net=net, lr=lr, seed=0, steps=steps, **settings) for lr in lrs]
+    runs = grid("hannet-lr-sweeps", board_trials.board_trial, trials)
+    runs = [dict(run, lr=t["lr"]) for t, run in zip(trials, runs) if run is not None]
+    for run in runs:
+        print(f"  lr {run['lr']}: train {run['train_acc']:.1%}  test {run['test_acc']:.1%}"
+              + ("  (diverged)" if run["diverged"] else ""))
+    return max(runs, key=lambda run: run["test_acc"])
 
 
-def best_of(make, lrs, steps, **kw):
-    """Train one net per learning rate (the paper's sweep); keep the best test accuracy."""
-    runs = []
-    for lr in lrs:
-        tu.manual_seed(0)
-        model = make()
-        runs.append((*train_run(model, steps, lr, **kw), lr, model))
-        print(f"  lr {lr}: train {runs[-1][0]:.1%}  test {runs[-1][1]:.1%}  "
-              f"({runs[-1][2]:.2f} ms/step)")
-    return max(runs, key=lambda r: r[1])
-
-
-print(f"HanNet, {C['steps']} steps")
-han_run = best_of(hannet, C["han_lrs"], C["steps"])
-print(f"FCNet, {C['steps']} steps")
-fc_run = best_of(fcnet, C["fc_lrs"], C["steps"])
+han_run = lr_sweep("HanNet", "hannet", C["han_lrs"], C["steps"], map=True)
+fc_run = lr_sweep("FCNet", "fcnet", C["fc_lrs"], C["steps"], map=True)
 
 
 def n_activations(model):
@@ -443,17 +396,19 @@ def n_activations(model):
     return count
 
 
-ar = {name: hm.activation_ratio(n_activations(run[-1]), run[-1].num_parameters())
-      for name, run in (("HanNet", han_run), ("FCNet", fc_run))}
-for name, run in (("HanNet", han_run), ("FCNet", fc_run)):
-    print(f"{name}: {run[-1].num_parameters()} parameters, {n_activations(run[-1])} "
+nets = {"HanNet": board_trials.hannet(), "FCNet": board_trials.fcnet()}  # for counting
+ar = {name: hm.activation_ratio(n_activations(net), net.num_parameters())
+      for name, net in nets.items()}
+for name, net in nets.items():
+    print(f"{name}: {net.num_parameters()} parameters, {n_activations(net)} "
           f"activations, AR (eq. 5) = {ar[name]:.1%}")
 results.append(("Tab. 8: AR of HanNet vs FCNet", "34-42 % vs 0.6-2.3 % (regression)",
                 f"{ar['HanNet']:.1%} vs {ar['FCNet']:.1%}", ar["HanNet"] > 10 * ar["FCNet"]))
-results.append(("Fig. 4: HanNet test accuracy", "99.5 %", f"{han_run[1]:.1%} (lr {han_run[3]})",
-                han_run[1] >= 0.97))
-results.append(("Fig. 4: FCNet test accuracy", "85.2 %", f"{fc_run[1]:.1%} (lr {fc_run[3]})",
-                abs(fc_run[1] - 0.852) < 0.04))
+results.append(("Fig. 4: HanNet test accuracy", "99.5 %",
+                f"{han_run['test_acc']:.1%} (lr {han_run['lr']})", han_run["test_acc"] >= 0.97))
+results.append(("Fig. 4: FCNet test accuracy", "85.2 %",
+                f"{fc_run['test_acc']:.1%} (lr {fc_run['lr']})",
+                abs(fc_run["test_acc"] - 0.852) < 0.04))
 
 # %% [markdown]
 # ### Over seeds: what the paper's 99.5 % means
@@ -492,30 +447,8 @@ if swept:
 # estimate of the paper's best-of-sweep number.
 
 # %%
-print(f"HanNet: train {han_run[0]:.1%}, test {han_run[1]:.1%}, {han_run[-1].num_parameters()} "
-      f"parameters; FCNet: train {fc_run[0]:.1%}, test {fc_run[1]:.1%}, "
-      f"{fc_run[-1].num_parameters()} parameters "
-      f"({fc_run[-1].num_parameters() / han_run[-1].num_parameters():.0f} times the HanNet's)")
-coords, board = datasets.checkerboard_grid()
-xx, yy = np.meshgrid(coords, coords, indexing="ij")
-grid_points = np.stack([xx.ravel(), yy.ravel()], axis=1)
-
-
-def prediction_map(model):
-    with tu.no_grad():
-        out = model(tu.tensor(grid_points)).numpy()
-    return (out.mean(axis=1) > 0.5).reshape(board.shape)
-
-
-fig, axes = plt.subplots(1, 4, figsize=(15, 3.8))
-axes[0].imshow(board.T, origin="lower", extent=(-1, 1, -1, 1), cmap="coolwarm")
-axes[0].set_title("target")
-axes[1].scatter(X_TRAIN[:, 0], X_TRAIN[:, 1], c=Y_TRAIN[:, 0], s=3, cmap="coolwarm")
-axes[1].set_title("training set (25 %)"), axes[1].set_aspect("equal")
-for ax, (name, run) in zip(axes[2:], (("FCNet", fc_run), ("HanNet", han_run))):
-    ax.imshow(prediction_map(run[-1]).T, origin="lower", extent=(-1, 1, -1, 1), cmap="coolwarm")
-    ax.set_title(f"{name}: {run[1]:.1%} test accuracy")
-figure(fig, "checkerboard.png")
+_, board = datasets.checkerboard_grid()
+figure(plots.checkerboard(board, X_TRAIN, Y_TRAIN, FCNet=fc_run, HanNet=han_run), "checkerboard.png")
 
 # %% [markdown]
 # ### Ablation (Appendix D.2, Table 7)
@@ -527,31 +460,24 @@ figure(fig, "checkerboard.png")
 # 20,000 steps, for all three (so the H+ABS row is re-run at that budget and none
 # of these rows is the paper's 40,000-step number); --full runs width 100 for
 # 40,000 steps, each variant swept over the learning rates 0.001 ... 0.25. H+ReLU is
-# HanLayer(..., activation="relu"); in quick mode FC+ABS gets the FCNet's lr 0.01
-# (at 0.05 it diverges).
+# HanLayer(..., activation="relu"); in quick mode FC+ABS gets the FCNet's lr 0.01,
+# the rate for square Linear layers (--full tries every rate on every variant and
+# marks the runs that diverge). The three nets are `hannet`, `h_relu` and `fc_abs`
+# in lessons/trials/hannet.py: `board_net` with each middle.
 
 # %%
-ABLATION_MIDDLES = {
-    "H+ABS": lambda w: [nn.HanLayer(w)],
-    "H+ReLU": lambda w: [nn.HanLayer(w, activation="relu")],
-    "FC+ABS": lambda w: [nn.Linear(w, w, init_weight="orthogonal"), nn.Abs()],
-}
+ABLATION = {"H+ABS": "hannet", "H+ReLU": "h_relu", "FC+ABS": "fc_abs"}
 PAPER_TABLE7 = {"H+ABS": 0.992, "H+ReLU": 0.662, "FC+ABS": 0.853}
 ablation = {}
-print(f"ablation: width {C['ablation_width']}, {C['ablation_steps']} steps")
-for kind in PAPER_TABLE7:
-    print(f"  {kind}")
-    if SIZE == "full":  # the paper sweeps one list for every variant
-        lrs = sorted(set(C["han_lrs"] + C["fc_lrs"]))
-    else:
-        lrs = C["fc_lrs"] if kind == "FC+ABS" else C["han_lrs"]
-    ablation[kind] = best_of(lambda: board_net(ABLATION_MIDDLES[kind], C["ablation_width"]),
-                             lrs, C["ablation_steps"])
+for kind, net in ABLATION.items():
+    lrs = C["ablation_lrs"] or (C["fc_lrs"] if kind == "FC+ABS" else C["han_lrs"])
+    ablation[kind] = lr_sweep(f"ablation {kind}, width {C['ablation_width']}", net, lrs,
+                              C["ablation_steps"], width=C["ablation_width"])["test_acc"]
 budget = f"w{C['ablation_width']}, {C['ablation_steps']} steps"
 for kind, paper in PAPER_TABLE7.items():
-    ours = ablation[kind][1]
-    beaten = all(ours > ablation[k][1] for k in PAPER_TABLE7 if k != kind)
-    ok = beaten if kind == "H+ABS" else ours < ablation["H+ABS"][1]
+    ours = ablation[kind]
+    beaten = all(ours > ablation[k] for k in PAPER_TABLE7 if k != kind)
+    ok = beaten if kind == "H+ABS" else ours < ablation["H+ABS"]
     results.append((f"Table 7: {kind} ({budget})", f"{paper:.1%}", f"{ours:.1%}", ok))
 
 # %% [markdown]
@@ -561,26 +487,19 @@ for kind, paper in PAPER_TABLE7.items():
 # paper reports, at 10 % flips, 86.5 % for the FCNet and 95.2 % for the HanNet.
 
 # %%
-flip_rows = []
-for flip in C["flips"]:
-    x_flip, y_flip, _, _ = datasets.checkerboard(flip=flip)
-    row = [flip]
-    for make, run in ((fcnet, fc_run), (hannet, han_run)):
-        tu.manual_seed(0)
-        row.append(train_run(make(), C["steps"], run[3], data=(x_flip, y_flip))[1])
-    flip_rows.append(row)
-    print(f"flip {flip:.0%}: FCNet {row[1]:.1%}, HanNet {row[2]:.1%}")
-if flip_rows:
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.plot([r[0] for r in flip_rows], [r[1] for r in flip_rows], "o-", label="FCNet")
-    ax.plot([r[0] for r in flip_rows], [r[2] for r in flip_rows], "o-", label="HanNet")
-    ax.set_xlabel("fraction of training labels flipped"), ax.set_ylabel("test accuracy")
-    ax.legend()
-    figure(fig, "label_flips.png")
-    ten = [r for r in flip_rows if abs(r[0] - 0.1) < 1e-9]
-    if ten:
-        results.append(("D.3: 10 % flipped, FCNet / HanNet", "86.5 % / 95.2 %",
-                        f"{ten[0][1]:.1%} / {ten[0][2]:.1%}", ten[0][2] > ten[0][1] + 0.05))
+flip_trials = [dict(net=net, lr=run["lr"], seed=0, steps=C["steps"], flip=flip)
+               for flip in C["flips"] for net, run in (("fcnet", fc_run), ("hannet", han_run))]
+flipped = [run["test_acc"] if run else np.nan
+           for run in grid("hannet-flips", board_trials.board_trial, flip_trials)]
+flip_acc = {flip: (fc, han) for flip, fc, han in zip(C["flips"], flipped[0::2], flipped[1::2])}
+for flip, (fc, han) in flip_acc.items():
+    print(f"flip {flip:.0%}: FCNet {fc:.1%}, HanNet {han:.1%}")
+if flip_acc:
+    figure(plots.label_flips(flip_acc), "label_flips.png")
+if 0.1 in flip_acc:
+    fc, han = flip_acc[0.1]
+    results.append(("D.3: 10 % flipped, FCNet / HanNet", "86.5 % / 95.2 %",
+                    f"{fc:.1%} / {han:.1%}", han > fc + 0.05))
 
 # %% [markdown]
 # ## 5. A Han-Mixer block on Fashion-MNIST patches (section 4.4, eq. 10)
@@ -642,7 +561,7 @@ MIXERS = {
         [MLPMixerBlock(TOKENS, CHANNELS)] + [nn.HanMixerBlock(TOKENS, CHANNELS) for _ in range(2)]),
 }
 x_fm, y_fm, x_fm_test, y_fm_test = datasets.load_fashion_mnist()
-n_test = {"tiny": 500, "quick": 2000, "full": len(x_fm_test)}[SIZE]
+n_test = C["mixer_test"]
 x_fm, y_fm = to_patches(x_fm[:C["mixer_train"]]), y_fm[:C["mixer_train"]]
 x_fm_test, y_fm_test = to_patches(x_fm_test[:n_test]), y_fm_test[:n_test]
 mixer_rows = {}
@@ -656,28 +575,18 @@ for name, make in MIXERS.items():
     mixer_rows[name] = (model.num_parameters(), acc)
     print(f"{name:34s} {mixer_rows[name][0]:6d} params  test {acc:.1%}")
 
-fig, ax = plt.subplots(figsize=(6.5, 3.5))
-names = list(mixer_rows)
-ax.barh(names, [mixer_rows[n][1] for n in names])
-for i, n in enumerate(names):
-    ax.text(mixer_rows[n][1], i, f" {mixer_rows[n][1]:.1%}, {mixer_rows[n][0]} params",
-            va="center", fontsize=8)
-ax.set_xlim(0, 1.15), ax.set_xlabel(f"Fashion-MNIST test accuracy ({n_test} images)")
-figure(fig, "mixers.png")
-han_gain = mixer_rows["+ Han-Mixer (2)"][1] - mixer_rows["stem only"][1]
-mlp_params = mixer_rows["+ MLP-Mixer (1)"][0] - mixer_rows["stem only"][0]
-han_params = mixer_rows["+ Han-Mixer (2)"][0] - mixer_rows["stem only"][0]
-results.append(("Tab. 2: Han-Mixer blocks vs MLP-Mixer block",
-                "fewer params, similar or better",
-                f"{han_params} vs {mlp_params} block params: "
-                f"{mixer_rows['+ Han-Mixer (2)'][1]:.1%} vs {mixer_rows['+ MLP-Mixer (1)'][1]:.1%}",
-                mixer_rows["+ Han-Mixer (2)"][1] >= mixer_rows["+ MLP-Mixer (1)"][1] - 0.005))
+figure(plots.mixers(mixer_rows, n_test), "mixers.png")
+MLP, HAN, BOTH = "+ MLP-Mixer (1)", "+ Han-Mixer (2)", "+ MLP-Mixer (1) + Han-Mixer (2)"
+acc = {name: a for name, (_, a) in mixer_rows.items()}
+gain = {name: a - acc["stem only"] for name, a in acc.items()}  # over the stem alone
+block_params = {name: n - mixer_rows["stem only"][0] for name, (n, _) in mixer_rows.items()}
+results.append(("Tab. 2: Han-Mixer blocks vs MLP-Mixer block", "fewer params, similar or better",
+                f"{block_params[HAN]} vs {block_params[MLP]} block params: "
+                f"{acc[HAN]:.1%} vs {acc[MLP]:.1%}", acc[HAN] >= acc[MLP] - 0.005))
 results.append(("Tab. 2: Han-Mixer over the stem alone", "helps (STL-10 err. 18.2 -> 15.3 %)",
-                f"{han_gain:+.1%} accuracy", han_gain > 0))
-both = mixer_rows["+ MLP-Mixer (1) + Han-Mixer (2)"][1]
+                f"{gain[HAN]:+.1%} accuracy", gain[HAN] > 0))
 results.append(("Tab. 2: MLP-Mixer (k) + Han-Mixer after it", "better than MLP-Mixer (k)",
-                f"{both:.1%} vs {mixer_rows['+ MLP-Mixer (1)'][1]:.1%}",
-                both > mixer_rows["+ MLP-Mixer (1)"][1]))
+                f"{acc[BOTH]:.1%} vs {acc[MLP]:.1%}", acc[BOTH] > acc[MLP]))
 
 # %% [markdown]
 # Read the Tab. 2 rows of the table below against the block sizes printed here. The
@@ -695,9 +604,6 @@ results.append(("Tab. 2: MLP-Mixer (k) + Han-Mixer after it", "better than MLP-M
 # mean anything.)
 
 # %%
-print(f"two Han-Mixer blocks: {han_params} parameters, one MLP-Mixer block: {mlp_params} "
-      f"({mlp_params / han_params:.0f} times as many); test accuracy over the stem alone "
-      f"({mixer_rows['stem only'][1]:.1%}): Han-Mixer {han_gain:+.1%}, MLP-Mixer "
-      f"{mixer_rows['+ MLP-Mixer (1)'][1] - mixer_rows['stem only'][1]:+.1%}, "
-      f"both {both - mixer_rows['stem only'][1]:+.1%}")
+print(f"block parameters: two Han-Mixer {block_params[HAN]}, one MLP-Mixer {block_params[MLP]}; "
+      f"accuracy over the stem alone: Han {gain[HAN]:+.1%}, MLP {gain[MLP]:+.1%}, both {gain[BOTH]:+.1%}")
 results.show()

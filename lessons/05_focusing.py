@@ -32,45 +32,45 @@
 
 # %%
 import os
-import time
 
-from _lesson import Results, figure, host, paper_sweep, setup  # checkout, threads, figures, table
+from _lesson import Results, figure, grid, host, interleaved_times, paper_sweep, setup
 
-import matplotlib.pyplot as plt
 import numpy as np  # host-side data, reference formulas and printing
 
-import datasets
 import tinyunits as tu
 from tinyunits import backend, nn, optim
-from tinyunits.train import accuracy, evaluate, fit
+from lessons.plots import focusing as plots
 from lessons.trials import focusing as focus_trials
-from lessons.trials.focusing import blobs, constrain_all, focus_layers, lasagne_dense, sgd_groups
 
-args, SIZE = setup("05_focusing", "Lesson 5: the focusing neuron",
-                   full="the paper's settings (over a day on a CPU)")
+args, SIZE = setup("05_focusing", "The focusing neuron", full="the paper's settings: days on a CPU")
 results = Results("paper")
 
-# Per mode: learning to focus (training rows, epochs, seeds), random trials (count,
-# epochs), Fashion-MNIST (train images, hidden width, epochs, repeats, batch),
-# overhead timing (batch, repetitions).
-SETTINGS = {
-    "tiny": dict(ltf_n=400, ltf_epochs=3, ltf_seeds=1, trials=2, trial_epochs=2,
-                 fm_train=2000, fm_test=1000, fm_hidden=32, fm_epochs=1, fm_repeats=1,
-                 fm_batch=512, time_batch=64, time_reps=3),
-    "quick": dict(ltf_n=2000, ltf_epochs=250, ltf_seeds=20, trials=24, trial_epochs=150,
-                  fm_train=30000, fm_test=10000, fm_hidden=128, fm_epochs=20, fm_repeats=1,
-                  fm_batch=512, time_batch=512, time_reps=25),
-    "full": dict(ltf_n=2000, ltf_epochs=250, ltf_seeds=20, trials=750, trial_epochs=150,
-                 fm_train=60000, fm_test=10000, fm_hidden=800, fm_epochs=200, fm_repeats=5,
-                 fm_batch=512, time_batch=512, time_reps=50),
-}[SIZE]
+# Every knob that changes with the mode, in one place (as in lesson 4).
+CONFIG = {
+    #                  tiny         quick         full (paper)
+    "ltf_n":        dict(tiny=400, quick=2000, full=2000),   # learning to focus: training rows,
+    "ltf_epochs":   dict(tiny=3, quick=250, full=250),       # epochs,
+    "ltf_seeds":    dict(tiny=1, quick=20, full=20),         # seeds
+    "trials":       dict(tiny=2, quick=24, full=750),        # random trials: draws,
+    "trial_epochs": dict(tiny=2, quick=150, full=150),       # epochs
+    "fm_train":     dict(tiny=2000, quick=30000, full=60000),  # Fashion-MNIST: training images,
+    "fm_test":      dict(tiny=1000, quick=10000, full=10000),  # test images,
+    "fm_hidden":    dict(tiny=32, quick=128, full=800),      # hidden width,
+    "fm_epochs":    dict(tiny=1, quick=20, full=200),        # epochs,
+    "fm_repeats":   dict(tiny=1, quick=1, full=5),           # repeats,
+    "prune_points": dict(tiny=2, quick=15, full=15),         # thresholds in [0.1, 1.5]
+    "time_batch":   dict(tiny=64, quick=512, full=512),      # overhead timing: batch,
+    "time_reps":    dict(tiny=3, quick=25, full=50),         # repetitions
+}
+SETTINGS = {k: v[SIZE] for k, v in CONFIG.items()}
 
 
-# focus_layers, constrain_all (Algorithm 3's clip after every step), lasagne_dense
-# (the author's Lasagne DenseLayer: a given init, zero bias), blobs (focus_blobs
-# with n_train training rows, as the author's load_blob draws them) and sgd_groups
-# (mu and sigma in parameter groups of their own) live in lessons/trials/focusing.py,
-# beside the random trial that --full's sweep runs on every worker.
+# The training runs of sections 2-5 live in lessons/trials/focusing.py, the module
+# that --full's sweeps run on every worker: learning_to_focus, random_trial and
+# fashion_trial, with their helpers constrain_all (Algorithm 3's clip after every
+# step), lasagne_dense (the author's Lasagne DenseLayer: a given init, zero bias),
+# blobs (focus_blobs with n_train training rows, as the author's load_blob draws
+# them) and sgd_groups (mu and sigma in parameter groups of their own).
 
 
 # %% [markdown]
@@ -134,32 +134,19 @@ def layer_u(mu, sigma):
     return host(layer.focus())[0]
 
 
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
-for mu, sigma in [(0.3, 0.05), (0.6, 0.15), (0.9, 0.4)]:
-    axes[0].plot(p, phi_ref(mu, sigma), label=f"mu={mu}, sigma={sigma}")
-    axes[1].plot(p, u_ref(mu, sigma))
-axes[0].set_title("phi (eq. 6): height 1 for every sigma")
-axes[1].set_title("u = sqrt(m) phi / ||phi|| (eq. 7)")
-axes[1].axhline(1, color="k", lw=0.5, ls=":")
-axes[0].legend(fontsize=7)
-worst = 0.0
+shapes = [(mu, sigma, phi_ref(mu, sigma), u_ref(mu, sigma))
+          for mu, sigma in [(0.3, 0.05), (0.6, 0.15), (0.9, 0.4)]]
+worst, derivatives = 0.0, {}
 mu, sigma, eps = 0.45, 0.08, 1e-6
-for which, color in [("mu", "C0"), ("sigma", "C3")]:
+for which in ("mu", "sigma"):
     du, dphi = du_closed_form(mu, sigma, which)
     if which == "mu":
         numeric = (layer_u(mu + eps, sigma) - layer_u(mu - eps, sigma)) / (2 * eps)
     else:
         numeric = (layer_u(mu, sigma + eps) - layer_u(mu, sigma - eps)) / (2 * eps)
     worst = max(worst, np.abs(du - numeric).max() / np.abs(du).max())
-    axes[2].plot(p, dphi, color=color, ls=":", label=f"d phi/d {which} (eq. 8)")
-    axes[2].plot(p, du, color=color, label=f"d u/d {which} (with normaliser)")
-    axes[2].plot(p, numeric, "o", color=color, ms=3, mfc="none", label=f"central difference, {which}")
-axes[2].set_title(f"derivatives at mu={mu}, sigma={sigma}")
-axes[2].legend(fontsize=6)
-for ax in axes:
-    ax.set_xlabel("input position p")
-figure(fig, "focus_function.png")
-print(f"closed-form du/dmu, du/dsigma vs central differences: max rel error {worst:.1e}")
+    derivatives[which] = (dphi, du, numeric)
+figure(plots.focus_function(p, shapes, derivatives, mu, sigma), "focus_function.png")
 
 # %% [markdown]
 # Look at d u / d sigma (solid red): at the centre it is *negative*. Eq. (8)
@@ -182,7 +169,7 @@ tu.set_default_dtype("float32")
 print(report)
 grad_err = max(r.max_rel for r in report.rows)
 results.append(("eq. (8) + normaliser vs finite differences", "derived, not checked",
-                f"max rel err {max(grad_err, worst):.1e}", report.ok and worst < 1e-6))
+                f"max rel err: du {worst:.1e}, layer {grad_err:.1e}", report.ok and worst < 1e-6))
 
 # %% [markdown]
 # **Your turn.** The exercises `focus_dmu` and `focus_dsigma` ask for dL/dmu and
@@ -208,7 +195,7 @@ results.append(("eq. (8) + normaliser vs finite differences", "derived, not chec
 #   rate and sigma at a tenth of it; the script trains mu and sigma both at 1e-4.
 # - *The output layer's init.* The script uses Lasagne's `HeUniform()` at its
 #   default gain 1, which draws U(+-sqrt(3 / fan_in)): at gain 1 that is exactly
-#   LeCun's uniform init, so the code below calls it `lecun_uniform`.
+#   LeCun's uniform init, so our code calls it `lecun_uniform`.
 # - Where the paper is silent, also as the script does: 2000 *training* rows (it
 #   draws 2000 / 0.7 rows, then splits 70/30); blobs from sklearn's
 #   make_classification (each blob its own random covariance, 1 % of labels
@@ -220,106 +207,36 @@ results.append(("eq. (8) + normaliser vs finite differences", "derived, not chec
 # border, so this asks every neuron to end on the informative side. We also
 # report the share of each neuron's focus mass u^2 that falls on informative
 # inputs. Seed 0 is the run we plot, as the paper plots one run; the other
-# seeds show how much one run can say.
+# seeds show how much one run can say. One run is `learning_to_focus` in
+# lessons/trials/focusing.py (this recipe, line for line); we run it for each
+# seed and noise layout.
 
 # %%
-def learning_to_focus(side, seed):
-    x_tr, y_tr, x_te, y_te, informative = blobs(
-        SETTINGS["ltf_n"], n_informative=20, n_noise=20, noise_side=side, seed=seed)
-    tu.manual_seed(seed)
-    focus = nn.FocusingLinear(40, 4, mu_init="middle" if side == "left" else "spread",
-                              sigma_init=0.08)
-    model = nn.Sequential(focus, nn.BatchNorm1d(4), nn.ReLU(),
-                          lasagne_dense(4, 2, "lecun_uniform"))
-    opt = sgd_groups(model, lr=1e-3, lr_mu=1e-4, lr_sigma=1e-4)
-    trajectory = [(host(focus.mu).copy(), host(focus.sigma).copy())]
-    K0 = host(focus.effective_weight()).copy()
-    for epoch in range(SETTINGS["ltf_epochs"]):
-        fit(model, nn.functional.cross_entropy, opt, (x_tr, y_tr), epochs=1, batch_size=128,
-            shuffle=False, after_step=constrain_all, progress=False)
-        trajectory.append((host(focus.mu).copy(), host(focus.sigma).copy()))
-    _, acc = evaluate(model, x_te, y_te)
-    pos = np.linspace(0, 1, 40)
-    lo, hi = pos[informative].min(), pos[informative].max()
-    mu_end = trajectory[-1][0]
-    u2 = host(focus.focus()) ** 2
-    return dict(trajectory=trajectory, informative=informative, lo=lo, hi=hi, acc=acc,
-                over=int(((mu_end >= lo) & (mu_end <= hi)).sum()),
-                mass=(u2[:, informative].sum(axis=1) / u2.sum(axis=1)),
-                u0=host(initial_focus(trajectory[0])), u=host(focus.focus()),
-                K0=K0, K=host(focus.effective_weight()))
-
-
-def initial_focus(mu_sigma):
-    """u of the starting (mu, sigma), from a throwaway layer holding them."""
-    layer = nn.FocusingLinear(40, 4, mu_init=mu_sigma[0])
-    layer.sigma.data = backend.asarray(mu_sigma[1], dtype=layer.sigma.dtype)
-    return layer.focus()
-
-
-ltf = {side: [learning_to_focus(side, seed) for seed in range(SETTINGS["ltf_seeds"])]
+ltf_trials = [dict(side=side, seed=seed, n=SETTINGS["ltf_n"], epochs=SETTINGS["ltf_epochs"])
+              for side in ("left", "both") for seed in range(SETTINGS["ltf_seeds"])]
+ltf_runs = grid("focusing-ltf", focus_trials.learning_to_focus, ltf_trials)
+ltf = {side: [run for t, run in zip(ltf_trials, ltf_runs) if t["side"] == side]
        for side in ("left", "both")}
 for side, runs in ltf.items():
-    r = runs[0]
-    print(f"noise {side:>4}: informative positions [{r['lo']:.3f}, {r['hi']:.3f}]")
+    print(f"noise {side:>4}: informative positions [{runs[0]['lo']:.3f}, {runs[0]['hi']:.3f}]")
     for seed, run in enumerate(runs):
-        mu0, s0 = run["trajectory"][0]
-        mu1, s1 = run["trajectory"][-1]
-        print(f"  seed {seed}: mu {np.round(mu0, 3)} -> {np.round(mu1, 3)}, sigma -> "
-              f"{np.round(s1, 3)}; foci over informative inputs {run['over']}/4; "
+        print(f"  seed {seed}: mu {np.round(run['mu'][0], 3)} -> {np.round(run['mu'][-1], 3)}, "
+              f"sigma -> {np.round(run['sigma'][-1], 3)}; over informative {run['over']}/4; "
               f"informative focus mass {np.round(run['mass'], 2)}; test acc {run['acc']:.3f}")
 
 # %%
-fig, axes = plt.subplots(2, 2, figsize=(12, 7))
-for ax, side in zip(axes[0], ("both", "left")):
-    run = ltf[side][0]
-    ax.axvspan(run["lo"], run["hi"], color="0.9", label="informative inputs")
-    for j in range(4):
-        ax.plot(np.linspace(0, 1, 40), run["u0"][j], color=f"C{j}", ls=":")
-        ax.plot(np.linspace(0, 1, 40), run["u"][j], color=f"C{j}")
-    ax.set_title(f"noise on {'the sides' if side == 'both' else 'the left'}: "
-                 "foci u at start (dotted) and end")
-    ax.set_xlabel("input position")
-    ax.legend(fontsize=7)
-run = ltf["left"][0]
-mus = np.array([t[0] for t in run["trajectory"]])
-sigmas = np.array([t[1] for t in run["trajectory"]])
-ax = axes[1, 0]
-ax.axvspan(run["lo"], run["hi"], color="0.9")
-for j in range(4):
-    ax.plot(mus[:, j], sigmas[:, j], color=f"C{j}")
-    ax.plot(mus[0, j], sigmas[0, j], "s", color=f"C{j}")
-    ax.plot(mus[-1, j], sigmas[-1, j], ">", color=f"C{j}")
-ax.set_xlabel("mu")
-ax.set_ylabel("sigma")
-ax.set_title("noise left: (mu, sigma) per epoch (square: start, triangle: end)")
-ax = axes[1, 1]
-ax.axvspan(run["lo"], run["hi"], color="0.9")
-for j in range(4):
-    ax.plot(np.linspace(0, 1, 40), run["K0"][j], color=f"C{j}", ls=":")
-    ax.plot(np.linspace(0, 1, 40), run["K"][j], color=f"C{j}")
-ax.set_title("noise left: focused weights w*u at start (dotted) and end")
-ax.set_xlabel("input position")
-figure(fig, "learning_to_focus.png")
-
-counts = {side: [r["over"] for r in runs] for side, runs in ltf.items()}
-wider = sum(int((r["trajectory"][-1][1] > 0.08).sum()) for r in ltf["left"] + ltf["both"])
+figure(plots.learning_to_focus(ltf["both"][0], ltf["left"][0]), "learning_to_focus.png")
+counts = {side: [run["over"] for run in runs] for side, runs in ltf.items()}
+median = {side: float(np.median(c)) for side, c in counts.items()}
+over = {side: f"{median[side]:g}/4 ({sum(c)}/{4 * len(c)} foci; {sum(k >= 3 for k in c)}/{len(c)} "
+              "seeds >= 3)" for side, c in counts.items()}
+wider = sum(int((run["sigma"][-1] > 0.08).sum()) for run in ltf["left"] + ltf["both"])
 n_foci = 4 * len(ltf["left"] + ltf["both"])
-print(f"foci over informative inputs (seed 0 / all seeds): left {counts['left'][0]}/4 "
-      f"{counts['left']}, both sides {counts['both'][0]}/4 {counts['both']}")
-median_left = float(np.median(counts["left"]))
-print(f"bar (noise left, >= 3 of 4 foci with mu in [{ltf['left'][0]['lo']:.3f}, "
-      f"{ltf['left'][0]['hi']:.3f}]): seed 0 {counts['left'][0]}/4; median over "
-      f"{len(counts['left'])} seeds {median_left:g}/4 -> {'met' if median_left >= 3 else 'NOT met'}; "
-      f"{sum(counts['left'])} of {4 * len(counts['left'])} foci in all")
 results.append(("noise left: foci over informative (seed 0)", "most (Fig. 2b)",
                 f"{counts['left'][0]}/4", counts["left"][0] >= 3))
-results.append(("noise left: foci over informative, median", "most (Fig. 2b)",
-                f"{median_left:g}/4 ({sum(counts['left'])}/{4 * len(counts['left'])} foci)",
-                median_left >= 3))
-results.append(("noise both sides: same, median", "most (Fig. 2a)",
-                f"{np.median(counts['both']):g}/4 ({sum(counts['both'])}/{4 * len(counts['both'])} foci)",
-                np.median(counts["both"]) >= 3))
+for side, fig in (("left", "2b"), ("both", "2a")):  # as printed above: noise left / on both sides
+    results.append((f"noise {side}: foci over informative, median", f"most (Fig. {fig})",
+                    over[side], median[side] >= 3))
 results.append(("apertures widened (sigma > 0.08)", "most foci", f"{wider}/{n_foci}",
                 wider > n_foci / 2))
 
@@ -355,17 +272,7 @@ else:
     outcomes = [focus_trials.random_trial(s) for s in settings]
 trials = [dict(r, n_inf=s["n_inf"], hidden=s["hidden"])
           for s, r in zip(settings, outcomes) if r is not None]
-fig, ax = plt.subplots(figsize=(4.6, 4.4))
-for noisy, marker, label in [(True, "o", "noisy sets"), (False, "s", "clean sets")]:
-    sel = [t for t in trials if t["noisy"] == noisy]
-    ax.scatter([t["focus"] for t in sel], [t["dense"] for t in sel], marker=marker,
-               s=18, alpha=0.7, label=label)
-ax.plot([0.4, 1], [0.4, 1], "k:", lw=0.8)
-ax.set_xlabel("focused network test accuracy")
-ax.set_ylabel("dense network test accuracy")
-ax.set_title("Figure 3 at classroom scale")
-ax.legend(fontsize=8)
-figure(fig, "random_trials.png")
+figure(plots.random_trials(trials), "random_trials.png")
 
 
 def mean_gap(noisy):
@@ -376,10 +283,8 @@ def mean_gap(noisy):
 gap_noisy, n_noisy = mean_gap(True)
 gap_clean, n_clean = mean_gap(False)
 wins = sum(t["focus"] > t["dense"] for t in trials if t["noisy"])
-print(f"focus - dense accuracy: noisy sets {gap_noisy:+.2f} points (n={n_noisy}, focus better "
-      f"in {wins}), clean sets {gap_clean:+.2f} points (n={n_clean})")
 results.append(("random trials, noisy: focus - dense", "focus better",
-                f"{gap_noisy:+.2f} pts (n={n_noisy})", gap_noisy > 0))
+                f"{gap_noisy:+.2f} pts (n={n_noisy}, focus better in {wins})", gap_noisy > 0))
 results.append(("random trials, clean: focus - dense", "similar",
                 f"{gap_clean:+.2f} pts (n={n_clean})", abs(gap_clean) < 2))
 
@@ -400,94 +305,52 @@ results.append(("random trials, clean: focus - dense", "similar",
 # test accuracy (optimistic: the epoch is chosen on the test set) and the last.
 # The paper trains 60000 images, H = 800, 200 epochs, 5 repeats; --quick trains
 # 30000 images, H = 128, 20 epochs, 1 repeat, and tests on all 10000 test images.
+# The nets and the run are `fashion_net` and `fashion_trial` in
+# lessons/trials/focusing.py; the Focus-s runs are also pruned there after
+# training, for section 5.
 
 # %%
-x_train, y_train, x_test, y_test = datasets.load_fashion_mnist()
-x_train = x_train.reshape(len(x_train), -1)[:SETTINGS["fm_train"]]
-y_train = y_train[:SETTINGS["fm_train"]]
-x_test = x_test.reshape(len(x_test), -1)[:SETTINGS["fm_test"]]
-y_test = y_test[:SETTINGS["fm_test"]]
 H = SETTINGS["fm_hidden"]
-NETS = {"Dense": None, "Focus-s": ("spread", 0.025, True), "Focus-c": ("middle", 0.025, True),
-        "Fixed-s": ("spread", 0.1, False)}
-
-
-def fashion_net(kind):
-    def hidden(n_in):
-        if NETS[kind] is None:
-            return nn.Linear(n_in, H)
-        mu_init, sigma_init, _ = NETS[kind]
-        return nn.FocusingLinear(n_in, H, mu_init=mu_init, sigma_init=sigma_init)
-    return nn.Sequential(nn.Dropout(0.2), hidden(784), nn.BatchNorm1d(H), nn.ReLU(), nn.Dropout(0.25),
-                         hidden(H), nn.BatchNorm1d(H), nn.ReLU(), nn.Dropout(0.25), nn.Linear(H, 10))
-
-
-fashion = {kind: [] for kind in NETS}
-models = {}
-for kind in NETS:
-    for repeat in range(SETTINGS["fm_repeats"]):
-        tu.manual_seed(repeat)
-        model = fashion_net(kind)
-        train_focus = NETS[kind] is not None and NETS[kind][2]
-        opt = sgd_groups(model, lr=0.1, lr_mu=0.01, lr_sigma=0.0005, train_focus=train_focus)
-        hist = fit(model, nn.functional.cross_entropy, opt, (x_train, y_train),
-                   val_data=(x_test, y_test), epochs=SETTINGS["fm_epochs"],
-                   batch_size=SETTINGS["fm_batch"], metric=accuracy,
-                   seed=repeat, after_step=constrain_all)
-        fashion[kind].append(hist["val_metric"])
-        print(f"{kind:<8} repeat {repeat}: best test acc {100 * max(hist['val_metric']):.2f} %, "
-              f"last {100 * hist['val_metric'][-1]:.2f} %")
-    models[kind] = model
-
-fig, ax = plt.subplots(figsize=(5.5, 3.6))
-for kind, runs in fashion.items():
-    ax.plot(range(1, len(runs[0]) + 1), 100 * np.mean(runs, axis=0), marker=".", label=kind)
-ax.set_xlabel("epoch")
-ax.set_ylabel("test accuracy (%)")
-ax.set_title(f"Fashion-MNIST, 2 hidden layers of {H}")
-ax.legend()
-figure(fig, "fashion_mnist.png")
+thresholds = np.concatenate([[0, 1e-7, 0.01, 0.05],
+                             np.linspace(0.1, 1.5, SETTINGS["prune_points"])]).tolist()
+fm_trials = [dict(kind=kind, seed=repeat, n_train=SETTINGS["fm_train"], n_test=SETTINGS["fm_test"],
+                  hidden=H, epochs=SETTINGS["fm_epochs"], batch=512,
+                  prune=thresholds if kind == "Focus-s" else [])
+             for kind in focus_trials.FASHION_NETS for repeat in range(SETTINGS["fm_repeats"])]
+fm_runs = grid("focusing-fashion", focus_trials.fashion_trial, fm_trials)
+fashion = {kind: [] for kind in focus_trials.FASHION_NETS}  # per net, each repeat's curve
+first = {}  # per net, repeat 0's run: its final sigmas and (Focus-s) its pruning
+for t, run in zip(fm_trials, fm_runs):
+    fashion[t["kind"]].append(run["test_acc"])
+    first.setdefault(t["kind"], run)
+    print(f"{t['kind']:<8} repeat {t['seed']}: best test acc {100 * max(run['test_acc']):.2f} %, "
+          f"last {100 * run['test_acc'][-1]:.2f} %")
+figure(plots.fashion_curves(fashion, H), "fashion_mnist.png")
 
 PAPER_FASHION = {"Dense": 90.26, "Fixed-s": 89.83, "Focus-c": 90.9, "Focus-s": 91.16}
 best = {kind: 100 * float(np.mean([max(r) for r in runs])) for kind, runs in fashion.items()}
-for kind in NETS:
+for kind in fashion:
     better = best[kind] > best["Dense"] if kind != "Dense" else True
     results.append((f"Fashion {kind}: best test acc", f"{PAPER_FASHION[kind]:.2f} %",
                     f"{best[kind]:.2f} %", better if kind in ("Focus-s", "Focus-c") else None))
-sigmas_end = np.concatenate([host(f.sigma) for f in focus_layers(models["Focus-s"])])
-print(f"Focus-s: mean sigma after training {sigmas_end.mean():.3f} (started at 0.025; "
-      "the paper's MNIST run ended near 0.1, Figure 7a)")
+sigmas_end = first["Focus-s"]["sigma"]
 
 # %% [markdown]
 # ## 5. Sparsity (Figure 9b)
 #
 # After training, the focus is only needed to form the effective weights
 # K = w * u. Weights far from a neuron's focus (u below a threshold t) can be
-# dropped: `layer.prune(t)` zeroes them and returns the fraction removed. We
-# prune both focusing layers of the trained Focus-s net at thresholds in [0, 1.5]
-# (the paper's range) and test each pruned net. Sparsity counts the zeroed
-# weights of the two focusing layers over all their weights.
+# dropped: `layer.prune(t)` zeroes them and returns the fraction removed.
+# `prune_curve` (lessons/trials/focusing.py, called by the Focus-s runs of
+# section 4 right after training) prunes both focusing layers of the trained
+# Focus-s net at thresholds in [0, 1.5] (the paper's range) and tests each pruned
+# net. Sparsity counts the zeroed weights of the two focusing layers over all
+# their weights. We read repeat 0's curve.
 
 # %%
-pruned_net = models["Focus-s"]
-thresholds = np.concatenate([[0, 1e-7, 0.01, 0.05], np.linspace(0.1, 1.5, 15 if SIZE != "tiny" else 2)])
-sparsity_curve = []
-for t in thresholds:
-    layers = focus_layers(pruned_net)
-    zeroed = sum(f.prune(float(t)) * f.weight.size for f in layers)
-    sparsity = zeroed / sum(f.weight.size for f in layers)
-    sparsity_curve.append((sparsity, 100 * evaluate(pruned_net, x_test, y_test)[1]))
-for f in focus_layers(pruned_net):
-    f.prune(None)
+sparsity_curve = first["Focus-s"]["pruned"]  # (sparsity, test accuracy %) per threshold
 dense_last = 100 * fashion["Dense"][-1][-1]
-fig, ax = plt.subplots(figsize=(5, 3.6))
-ax.plot([100 * s for s, _ in sparsity_curve], [a for _, a in sparsity_curve], "o-", label="Focus-s pruned")
-ax.axhline(dense_last, color="k", ls=":", label="Dense (unpruned)")
-ax.set_xlabel("sparsity (% of focusing-layer weights zeroed)")
-ax.set_ylabel("test accuracy (%)")
-ax.set_title("Figure 9b: accuracy vs out-of-focus pruning")
-ax.legend(fontsize=8)
-figure(fig, "sparsity.png")
+figure(plots.sparsity(sparsity_curve, dense_last), "sparsity.png")
 for t, (s, a) in zip(thresholds, sparsity_curve):
     print(f"  threshold {t:.2f}: sparsity {100 * s:5.1f} %, test acc {a:.2f} %")
 unpruned = sparsity_curve[0][1]
@@ -495,12 +358,10 @@ kept = [s for s, a in sparsity_curve if a >= unpruned - 0.5]
 max_kept = 100 * max(kept)
 above = [s for s, a in sparsity_curve if a >= dense_last]
 max_above = 100 * max(above) if above else 0.0
-print(f"largest sparsity within 0.5 points of the unpruned net ({unpruned:.2f} %): {max_kept:.0f} %; "
-      f"with accuracy >= the dense net ({dense_last:.2f} %): {max_above:.0f} %")
 results.append(("sparsity, acc within 0.5 pt of unpruned", "~70 % (MNIST, Fig. 9b)",
-                f"{max_kept:.0f} % (Fashion)", max_kept >= 70))
+                f"{max_kept:.0f} % (Fashion, unpruned {unpruned:.2f} %)", max_kept >= 70))
 results.append(("sparsity, acc still >= dense", "> 70 % (MNIST)",
-                f"{max_above:.0f} % (Fashion)", max_above > 70))
+                f"{max_above:.0f} % (Fashion, dense {dense_last:.2f} %)", max_above > 70))
 
 # %% [markdown]
 # ## 6. Training-time overhead (section 4.7)
@@ -524,25 +385,19 @@ def step_fn(layer):
         opt.zero_grad()
         loss.backward()
         opt.step()
-        constrain_all(layer)
+        focus_trials.constrain_all(layer)
     return step
 
 
 tu.manual_seed(0)
 steps = {"dense": step_fn(nn.Linear(784, 800)), "focus": step_fn(nn.FocusingLinear(784, 800))}
-times = {k: [] for k in steps}
-for _ in range(SETTINGS["time_reps"]):
-    for name, step in steps.items():
-        t0 = time.perf_counter()
-        step()
-        times[name].append(time.perf_counter() - t0)
-fastest = {k: 1e3 * min(v) for k, v in times.items()}
-med = {k: 1e3 * float(np.median(v)) for k, v in times.items()}
+times = interleaved_times(steps, SETTINGS["time_reps"])
+fastest = {k: 1e3 * min(v) for k, v in times.items()}  # ms
 ratio = fastest["focus"] / fastest["dense"]
+median_ratio = float(np.median(times["focus"]) / np.median(times["dense"]))
 load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-print(f"training step 784->800, batch {SETTINGS['time_batch']}, {SETTINGS['time_reps']} reps: "
-      f"fastest dense {fastest['dense']:.1f} ms, focus {fastest['focus']:.1f} ms, ratio {ratio:.2f}x; "
-      f"median ratio {med['focus'] / med['dense']:.2f}x (load average {load:.1f})")
+print(f"training step 784->800, best of {SETTINGS['time_reps']}: dense {fastest['dense']:.1f} ms, "
+      f"focus {fastest['focus']:.1f} ms; median ratio {median_ratio:.2f}x (load {load:.1f})")
 results.append(("training step time, focus / dense", "1.15-1.3x (GPU)",
                 f"{ratio:.2f}x (CPU, batch {SETTINGS['time_batch']})", ratio <= 1.3))
 
@@ -555,7 +410,7 @@ results.append(("training step time, focus / dense", "1.15-1.3x (GPU)",
 # - Learning to focus: most foci move onto the informative inputs, but not
 #   all, and not in every seed: a neuron that starts on the border can stay
 #   over the noise (the paper saw neurons "jammed in noisy input regions" too).
-#   One run showing "most" is therefore likely, not certain; the lines below
+#   One run showing "most" is therefore likely, not certain; the median rows
 #   count how often it happens over the seeds of this run.
 # - Random trials: far fewer draws than the paper's 750, from a reduced Table 1
 #   grid, with the author's notebook settings where Table 1 is silent. A few
@@ -575,15 +430,11 @@ results.append(("training step time, focus / dense", "1.15-1.3x (GPU)",
 #   the load. In --tiny mode nothing trains long enough to mean anything.
 
 # %%
-left = counts["left"]
-print(f"learning to focus, noise left: the plotted seed 0 ends with {left[0]} of 4 foci over the "
-      f"informative inputs; over {len(left)} seeds, {sum(left)} of {4 * len(left)} foci do, and "
-      f"{sum(c >= 3 for c in left)} of {len(left)} seeds have at least 3 of 4")
 clean = sorted((t["focus"] - t["dense"], t["n_inf"], t["hidden"]) for t in trials if not t["noisy"])
 print(f"random trials: {len(trials)} draws (the paper: 750); clean-set gaps, focus - dense, "
       "with (nL, hidden): " + ", ".join(f"{100 * g:+.1f} ({n}, {h})" for g, n, h in clean))
 rising = [kind for kind, runs in fashion.items() if runs[0][-1] >= max(runs[0])]
 print(f"Fashion-MNIST: nets whose test accuracy peaked at the last of {SETTINGS['fm_epochs']} "
       f"epochs: {', '.join(rising) or 'none'}; Focus-s sigma opened from 0.025 to a mean of "
-      f"{sigmas_end.mean():.3f}")
+      f"{sigmas_end.mean():.3f} (the paper's MNIST run ended near 0.1, Figure 7a)")
 results.show()

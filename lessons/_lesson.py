@@ -96,6 +96,18 @@ def elapsed() -> float:
     return time.perf_counter() - START
 
 
+def interleaved_times(steps: dict, reps: int) -> dict:
+    """Wall seconds of each step() in steps, reps times, the steps taking turns so that
+    all see the same machine load -> {name: [seconds of each repetition]}."""
+    times = {name: [] for name in steps}
+    for _ in range(reps):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
 def figure(fig, name: str = None) -> str:
     """Save a matplotlib figure as OUT/name (or take the path a library plot wrote);
     in a notebook, show it."""

@@ -1,6 +1,17 @@
-"""Lesson 5's random trials (Figure 3, Table 1) as sweep trials.
+"""Lesson 5's runs as sweep trials: learning to focus (Figure 2), the random trials
+(Figure 3, Table 1) and Fashion-MNIST (Table 2, with the pruning of Figure 9b).
 
-The paper drew 750 random synthetic sets and training settings (Table 1) and
+Each trial function takes a settings dict (seeds included) and returns numbers and
+small arrays, so that --full runs them through tinyunits.sweep on any worker; the
+lesson's other modes call them in place.
+
+learning_to_focus: settings side ("left": 20 noise columns left of the 20
+informative ones; "both": 10 on each side), seed, n (training rows), epochs.
+
+fashion_trial: settings kind (a key of FASHION_NETS), seed, n_train, n_test,
+hidden, epochs, batch, prune (thresholds for Figure 9b; [] for none).
+
+random_trial: the paper drew 750 random synthetic sets and training settings (Table 1) and
 trained a focused and a dense network on each. draw(t) draws trial t's settings
 exactly as lesson 5 does (numpy.random.default_rng(1000 + t)); random_trial
 trains both nets on them. The settings are stored with the results, so the
@@ -23,7 +34,7 @@ import numpy as np  # the host-side draw of each trial's settings, as in lesson 
 import datasets
 import tinyunits as tu
 from tinyunits import nn, optim
-from tinyunits.train import accuracy, fit
+from tinyunits.train import accuracy, evaluate, fit
 
 
 def focus_layers(model):
@@ -58,6 +69,108 @@ def sgd_groups(model, lr, lr_mu, lr_sigma, train_focus=True, momentum=0.9):
     if train_focus and layers:
         groups += [{"params": mus, "lr": lr_mu}, {"params": sigmas, "lr": lr_sigma}]
     return optim.SGD(groups, lr=lr, momentum=momentum)
+
+
+def learning_to_focus(settings):
+    """Figure 2: 4 focusing neurons -> BatchNorm -> ReLU -> 2 outputs on blobs among
+    noise columns; sigma starts at 0.08; SGD momentum 0.9, batch 128, lr 1e-3 for the
+    weights and 1e-4 for mu and sigma (the author's script), rows in a fixed order.
+
+    -> mu, sigma (each epoch's, the start included: (epochs + 1, 4)); informative (mask
+    of the informative columns) and lo, hi (their position range); acc (test
+    accuracy); over (foci whose mu ends in [lo, hi]); mass (each focus's share of u^2
+    on informative inputs); u0, u (the focus at start and end); K0, K (the focused
+    weights w * u at start and end).
+    """
+    s = settings
+    tu.set_default_dtype("float32")
+    x_tr, y_tr, x_te, y_te, informative = blobs(
+        s["n"], n_informative=20, n_noise=20, noise_side=s["side"], seed=s["seed"])
+    tu.manual_seed(s["seed"])
+    focus = nn.FocusingLinear(40, 4, mu_init="middle" if s["side"] == "left" else "spread",
+                              sigma_init=0.08)
+    model = nn.Sequential(focus, nn.BatchNorm1d(4), nn.ReLU(),
+                          lasagne_dense(4, 2, "lecun_uniform"))
+    opt = sgd_groups(model, lr=1e-3, lr_mu=1e-4, lr_sigma=1e-4)
+    u0, K0 = tu.backend.to_host(focus.focus()), tu.backend.to_host(focus.effective_weight())
+    mus, sigmas = [focus.mu.numpy().copy()], [focus.sigma.numpy().copy()]
+    for _ in range(s["epochs"]):
+        fit(model, nn.functional.cross_entropy, opt, (x_tr, y_tr), epochs=1, batch_size=128,
+            shuffle=False, after_step=constrain_all, progress=False)
+        mus.append(focus.mu.numpy().copy())
+        sigmas.append(focus.sigma.numpy().copy())
+    _, acc = evaluate(model, x_te, y_te)
+    pos = np.linspace(0, 1, 40)
+    lo, hi = pos[informative].min(), pos[informative].max()  # float64, as mu is compared
+    u = tu.backend.to_host(focus.focus())
+    u2 = u ** 2
+    return dict(mu=np.array(mus), sigma=np.array(sigmas), informative=informative,
+                lo=float(lo), hi=float(hi), acc=acc,
+                over=int(((mus[-1] >= lo) & (mus[-1] <= hi)).sum()),
+                mass=u2[:, informative].sum(axis=1) / u2.sum(axis=1), u0=u0, u=u,
+                K0=K0, K=tu.backend.to_host(focus.effective_weight()))
+
+
+# Table 2's nets: None is Dense (nn.Linear); else (mu_init, sigma_init, focus trained).
+FASHION_NETS = {"Dense": None, "Focus-s": ("spread", 0.025, True),
+                "Focus-c": ("middle", 0.025, True), "Fixed-s": ("spread", 0.1, False)}
+
+
+def fashion_net(kind, width):
+    """Dropout(0.2) -> H -> BatchNorm -> ReLU -> Dropout(0.25) -> H -> BatchNorm -> ReLU ->
+    Dropout(0.25) -> Linear(10), each H of `width` units, as FASHION_NETS[kind] says."""
+    def hidden(n_in):
+        if FASHION_NETS[kind] is None:
+            return nn.Linear(n_in, width)
+        mu_init, sigma_init, _ = FASHION_NETS[kind]
+        return nn.FocusingLinear(n_in, width, mu_init=mu_init, sigma_init=sigma_init)
+    return nn.Sequential(nn.Dropout(0.2), hidden(784), nn.BatchNorm1d(width), nn.ReLU(),
+                         nn.Dropout(0.25), hidden(width), nn.BatchNorm1d(width), nn.ReLU(),
+                         nn.Dropout(0.25), nn.Linear(width, 10))
+
+
+def fashion_trial(settings):
+    """Table 2: train one net on Fashion-MNIST (SGD momentum 0.9, lr 0.1 for the weights,
+    0.01 for mu, 0.0005 for sigma), testing after every epoch (Algorithm 3).
+
+    -> test_acc (per epoch); for focusing nets sigma (every neuron's, after training);
+    with thresholds in settings["prune"], pruned: prune_curve's (sparsity, accuracy).
+    """
+    s = settings
+    if s.get("kind") not in FASHION_NETS:
+        raise ValueError(f"fashion_trial: kind must be one of {sorted(FASHION_NETS)}, "
+                         f"got {s.get('kind')!r}")
+    tu.set_default_dtype("float32")
+    x_train, y_train, x_test, y_test = datasets.load_fashion_mnist()
+    x_train, y_train = x_train.reshape(len(x_train), -1)[:s["n_train"]], y_train[:s["n_train"]]
+    x_test, y_test = x_test.reshape(len(x_test), -1)[:s["n_test"]], y_test[:s["n_test"]]
+    tu.manual_seed(s["seed"])
+    model = fashion_net(s["kind"], s["hidden"])
+    train_focus = FASHION_NETS[s["kind"]] is not None and FASHION_NETS[s["kind"]][2]
+    opt = sgd_groups(model, lr=0.1, lr_mu=0.01, lr_sigma=0.0005, train_focus=train_focus)
+    history = fit(model, nn.functional.cross_entropy, opt, (x_train, y_train),
+                  val_data=(x_test, y_test), epochs=s["epochs"], batch_size=s["batch"],
+                  metric=accuracy, seed=s["seed"], after_step=constrain_all)
+    result = {"test_acc": history["val_metric"]}
+    if focus_layers(model):
+        result["sigma"] = np.concatenate([f.sigma.numpy() for f in focus_layers(model)])
+    if s.get("prune"):
+        result["pruned"] = prune_curve(model, s["prune"], x_test, y_test)
+    return result
+
+
+def prune_curve(model, thresholds, x_test, y_test):
+    """Figure 9b: for each threshold t, zero the focusing layers' weights whose u < t
+    (layer.prune) and test -> [(sparsity, test accuracy in %)]; then unprune."""
+    layers = focus_layers(model)
+    curve = []
+    for t in thresholds:
+        zeroed = sum(f.prune(float(t)) * f.weight.size for f in layers)
+        sparsity = zeroed / sum(f.weight.size for f in layers)
+        curve.append((sparsity, 100 * evaluate(model, x_test, y_test)[1]))
+    for f in layers:
+        f.prune(None)
+    return curve
 
 
 def draw(trial, full=True, epochs=150):

@@ -5,12 +5,17 @@ paper's recipe (Table 5): SGD with momentum 0.9, batches of 100 drawn at random
 each step, the learning rate x0.2 at 50 / 70 / 90 % of the steps, MSE on the
 label duplicated into two outputs. The settings:
 
-    net    "hannet" (width 30, 17 Han-layers) or "fcnet" (6 x 100 ReLU)
+    net    "hannet" (width 30, 17 Han-layers) or "fcnet" (6 x 100 ReLU), or one
+           of the ablation's (Table 7) other middles: "h_relu" (Han-layers with
+           ReLU), "fc_abs" (orthogonal square Linear layers with |.|)
     lr     the initial learning rate
     seed   seeds the initial weights (tu.manual_seed) and the batch draws
     steps  40,000 in the paper
+    width  optional: the frame's width (hannet, h_relu, fc_abs; default 30)
+    flip   optional: the fraction of training labels flipped (Appendix D.3)
+    map    optional: True also returns the net's prediction on the 81 x 81 grid
 
-seed 0 gives exactly the run of lesson 4 (which seeds both with 0).
+Lesson 4 seeds both with 0: its runs are these trials with seed 0.
 """
 import math
 
@@ -43,14 +48,21 @@ def fcnet(width=100, hidden=6):
     return nn.Sequential(*layers, nn.Linear(width, 2, init_weight="he_normal"))
 
 
-NETS = {"hannet": hannet, "fcnet": fcnet}
+NETS = {"hannet": hannet, "fcnet": fcnet,
+        "h_relu": lambda width=30: board_net(lambda w: [nn.HanLayer(w, activation="relu")], width),
+        "fc_abs": lambda width=30: board_net(
+            lambda w: [nn.Linear(w, w, init_weight="orthogonal"), nn.Abs()], width)}
 
 
-def board_accuracy(model, x, y):
+def predict(model, x):
     """A point is class 1 when the mean of the two outputs exceeds 0.5."""
     with tu.no_grad():
         out = model(tu.tensor(x)).numpy()
-    return float(((out.mean(axis=1) > 0.5) == (y[:, 0] > 0.5)).mean())
+    return out.mean(axis=1) > 0.5
+
+
+def board_accuracy(model, x, y):
+    return float((predict(model, x) == (y[:, 0] > 0.5)).mean())
 
 
 def train_board(model, steps, lr, data, seed=0):
@@ -81,23 +93,35 @@ def train_board(model, steps, lr, data, seed=0):
 def board_trial(settings):
     """Train settings["net"] at settings["lr"] from settings["seed"]; return accuracies.
 
-    -> {"train_acc", "test_acc", "final_loss", "diverged"}; diverged means the
+    -> {"train_acc", "test_acc", "final_loss", "diverged"} (and "map", the
+    predicted class on the grid, when settings["map"]); diverged means the
     last loss is not finite (a too-large lr), and then the accuracies are those
-    of the broken net, reported rather than hidden.
+    of the broken net, reported rather than hidden. train_acc is measured on the
+    labels trained on (flipped ones included).
     """
     if settings.get("net") not in NETS:
         raise ValueError(f"board_trial: net must be one of {sorted(NETS)}, "
                          f"got {settings.get('net')!r}")
     tu.set_default_dtype("float32")
-    x_train, y_train, x_test, y_test = datasets.checkerboard()
+    x_train, y_train, x_test, y_test = datasets.checkerboard(flip=settings.get("flip", 0.0))
     tu.manual_seed(settings["seed"])
-    model = NETS[settings["net"]]()
+    model = NETS[settings["net"]](**({"width": settings["width"]} if "width" in settings else {}))
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging run overflows
         loss = train_board(model, settings["steps"], settings["lr"], (x_train, y_train),
                            seed=settings["seed"])
-        return {"train_acc": board_accuracy(model, x_train, y_train),
-                "test_acc": board_accuracy(model, x_test, y_test),
-                "final_loss": loss, "diverged": not math.isfinite(loss)}
+        result = {"train_acc": board_accuracy(model, x_train, y_train),
+                  "test_acc": board_accuracy(model, x_test, y_test),
+                  "final_loss": loss, "diverged": not math.isfinite(loss)}
+        if settings.get("map"):
+            result["map"] = prediction_map(model)
+        return result
+
+
+def prediction_map(model):
+    """The class the model predicts at each point of datasets.checkerboard_grid(), (81, 81)."""
+    coords, board = datasets.checkerboard_grid()
+    xx, yy = np.meshgrid(coords, coords, indexing="ij")
+    return predict(model, np.stack([xx.ravel(), yy.ravel()], axis=1)).reshape(board.shape)
 
 
 def paper_trials(steps=40_000, seeds=range(10)):
