@@ -27,9 +27,10 @@ passes walk over blocks of output units (`_blocks`) and the backward recomputes
 phi and phi' per block instead of storing them.  The blocks are independent: on
 the CPU the dense layer runs them on the threads the user set (tinyunits.threads)
 and adds each block's share of dx in block order, so any thread count gives the
-same numbers.  The conv turns its sums into matrix products over the k*k taps t = (p, q): U[i,t] = sum_j W[i,j,t] A[i,j] (one
-product), then y adds U[i,t] shifted by each tap; backward places g once per tap
-(G[i,t]) and gets dW = A G^T and dA = W G as two more products.
+same numbers.  The conv turns its sums into matrix products over the k*k taps
+t = (p, q): U[i,t] = sum_j W[i,j,t] A[i,j] (one product), then y adds U[i,t]
+shifted by each tap; backward places g once per tap (G[i,t]) and gets dW = A G^T
+and dA = W G as two more products.
 
 Section 4's cost accounting (`section4_counts`): against the standard connection
 it replaces, DAC adds (out*in - in) biases (the m shared biases of the previous
