@@ -92,3 +92,49 @@ def test_fit_reshuffles_each_epoch_unless_told_not_to(shuffle):
 def test_accuracy():
     logits = tu.tensor([[2.0, 1.0], [0.0, 3.0], [1.0, 0.0]])
     assert accuracy(logits, tu.tensor([0, 1, 1])) == pytest.approx(2 / 3)
+
+
+# --------------------------------------------------------------------------- label checks
+def _count_label_reads(monkeypatch):
+    """Count label_range calls: in fit/evaluate (per data set) and in the loss (per call)."""
+    from tinyunits import train
+    from tinyunits.ops import loss
+    calls = {"train": 0, "loss": 0}
+    for where, module in (("train", train), ("loss", loss)):
+        def spy(labels, where=where, real=module.label_range):
+            calls[where] += 1
+            return real(labels)
+        monkeypatch.setattr(module, "label_range", spy)
+    return calls
+
+
+def test_fit_checks_labels_once_per_data_set_not_per_step(monkeypatch):
+    calls = _count_label_reads(monkeypatch)
+    x, y = blobs(n=100)
+    model = nn.Linear(2, 2)
+    fit(model, nn.functional.cross_entropy, optim.SGD(model.parameters(), lr=0.1), (x, y),
+        val_data=(x, y), epochs=2, batch_size=10)  # 20 steps, 2 validations
+    assert calls == {"train": 2, "loss": 0}
+    evaluate(model, x, y, loss_fn=nn.functional.cross_entropy)
+    assert calls == {"train": 3, "loss": 0}
+    nn.functional.cross_entropy(model(tu.tensor(x)), tu.tensor(y))  # a direct call checks
+    assert calls == {"train": 3, "loss": 1}
+
+
+def test_fit_with_labels_beyond_the_classes_stops_with_a_clear_error():
+    x, y = blobs(n=20)
+    y[7] = 5
+    model = nn.Linear(2, 3)
+    with pytest.raises(ValueError, match=r"cross_entropy: labels must lie in \[0, 3\), got a "
+                                         r"data set whose labels reach 5"):
+        fit(model, nn.functional.cross_entropy, optim.SGD(model.parameters(), lr=0.1), (x, y),
+            batch_size=4)  # y[7] is in the second batch; the first batch already stops
+
+
+def test_checked_labels_are_trusted_only_up_to_their_bound():
+    from tinyunits.ops.loss import CheckedLabels
+    z = tu.tensor(np.zeros((2, 3)))
+    labels = tu.backend.asarray(np.array([0, 2]))
+    assert nn.functional.cross_entropy(z, CheckedLabels(labels, 3)).item() == pytest.approx(np.log(3))
+    with pytest.raises(ValueError, match=r"\[0, 3\), got a data set whose labels reach 3"):
+        nn.functional.cross_entropy(z, CheckedLabels(labels, 4))

@@ -11,7 +11,7 @@ from .tensor import (Tensor, get_default_dtype, is_grad_enabled, no_grad,
 from .function import Function
 from . import ops
 from . import nn  # after ops: layers build on them
-from . import optim, train
+from . import optim, threads, train
 from .gradcheck import gradcheck
 from .serialization import load, save
 
@@ -23,6 +23,6 @@ def manual_seed(seed: int) -> None:
 
 __all__ = ["Tensor", "Function", "tensor", "no_grad", "is_grad_enabled",
            "set_backend", "get_backend", "manual_seed", "set_default_dtype",
-           "get_default_dtype", "ops", "backend", "nn", "optim", "train", "gradcheck",
+           "get_default_dtype", "ops", "backend", "nn", "optim", "threads", "train", "gradcheck",
            "save", "load"]
 __version__ = "0.1.0"

@@ -6,7 +6,9 @@
 
 Data are host arrays; each batch moves to the backend as it is used. A loss
 that turns NaN or infinite stops training with an error naming the epoch and
-step, instead of quietly training on garbage.
+step, instead of quietly training on garbage. Integer labels are checked once
+per data set, and their batches go to the loss as CheckedLabels, so that
+cross_entropy does not read every batch's labels back from the device.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import sys
 
 from . import _check as check
 from . import backend
+from .ops.loss import CheckedLabels, label_range
 from .tensor import Tensor, no_grad, tensor
 
 
@@ -43,6 +46,7 @@ def accuracy(logits: Tensor, labels) -> float:
 
 def _check_data(where, name, data):
     """(X, y): arrays of equal non-zero length, finite, labels 1-D and >= 0 if integer.
+    Returns X, y and, for integer labels, high = their maximum + 1 (else None).
 
     Runs once per call on the whole data set (one host sync on a device array),
     never per batch.
@@ -65,9 +69,16 @@ def _check_data(where, name, data):
     if y.dtype.kind in "iu":
         if y.ndim != 1:
             check.fail(where, f"{name} y", "1-D integer labels (N,)", f"shape {tuple(y.shape)}")
-        if y.min().item() < 0:
-            check.fail(where, f"{name} y", "labels >= 0", f"minimum {y.min().item()}")
-    return X, y
+        low, top = label_range(y)
+        if low < 0:
+            check.fail(where, f"{name} y", "labels >= 0", f"minimum {low}")
+        return X, y, top + 1
+    return X, y, None
+
+
+def _targets(y, idx, high):
+    """A batch of y on the backend; integer labels carry their data set's checked bound."""
+    return tensor(y[idx]) if high is None else CheckedLabels(backend.asarray(y[idx]), high)
 
 
 def _progress(iterable, total, desc, progress):
@@ -103,7 +114,7 @@ def _check_callables(where, **named):
             check.fail(where, name, "callable", value, TypeError)
 
 
-def _evaluate(model, X, y, loss_fn, metric, batch_size):
+def _evaluate(model, X, y, high, loss_fn, metric, batch_size):
     was_training = model.training
     model.eval()
     losses, metrics, counts = [], [], []
@@ -111,7 +122,7 @@ def _evaluate(model, X, y, loss_fn, metric, batch_size):
         for start in range(0, len(X), batch_size):
             idx = slice(start, start + batch_size)  # in order: a slice, not a copy
             out = model(tensor(X[idx]))
-            target = tensor(y[idx])
+            target = _targets(y, idx, high)
             counts.append(len(out))
             if loss_fn is not None:
                 losses.append(loss_fn(out, target).item())
@@ -149,7 +160,7 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     check.flag("fit", "shuffle", shuffle)
     if progress is not None:
         check.flag("fit", "progress", progress)
-    X, y = _check_data("fit", "train_data", train_data)
+    X, y, high = _check_data("fit", "train_data", train_data)
     if val_data is not None:
         val_data = _check_data("fit", "val_data", val_data)
     rng = backend.host_module().random.default_rng(seed)
@@ -160,7 +171,7 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
         steps = _batches(len(X), batch_size, rng, shuffle)
         for step, idx in enumerate(_progress(steps, math.ceil(len(X) / batch_size),
                                              f"epoch {epoch + 1}/{epochs}", progress)):
-            loss = loss_fn(model(tensor(X[idx])), tensor(y[idx]))
+            loss = loss_fn(model(tensor(X[idx])), _targets(y, idx, high))
             value = loss.item()
             if not math.isfinite(value):
                 raise FloatingPointError(f"fit: loss became {value} at epoch {epoch + 1}, "

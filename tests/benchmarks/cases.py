@@ -8,6 +8,9 @@ agree before it times anything.
 
 Each builder returns a Case: `ours` and `ref` are zero-argument step functions
 (ref is None when PyTorch is missing), `ref_name` says what the reference is.
+Our side runs on tinyunits' current backend; PyTorch's tensors go to DEVICE
+("cpu", or "cuda" when run.py is given --device cuda). Labels reach our loss as
+fit passes them (CheckedLabels: checked once, not read back every step).
 A unit that has not landed yet raises UnitMissing, and its row says so.
 """
 from __future__ import annotations
@@ -19,12 +22,16 @@ import numpy as np
 
 import tinyunits as tu
 from tinyunits import nn, optim
+from tinyunits.ops.loss import CheckedLabels
 
 try:
     import torch
     import torch.nn.functional as F
 except ImportError:  # the table is still printed, without the PyTorch column
     torch = None
+
+
+DEVICE = "cpu"  # PyTorch's device; run.py sets it
 
 
 class UnitMissing(Exception):
@@ -86,9 +93,19 @@ def _torch_step(params, loss_of, lr=0.01, momentum=0.0):
 
 
 def _t(array, grad=False):
-    """A torch tensor with a copy of our array (host numpy or backend array)."""
-    out = torch.from_numpy(np.array(tu.backend.to_host(array), dtype="float32"))
+    """A torch tensor on DEVICE with a copy of our array (host numpy or backend array)."""
+    out = torch.from_numpy(np.array(tu.backend.to_host(array), dtype="float32")).to(DEVICE)
     return out.requires_grad_(grad)
+
+
+def _on_device(array):
+    """A host data array as a torch tensor on DEVICE (dtype kept: labels stay int64)."""
+    return torch.from_numpy(array).to(DEVICE)
+
+
+def _checked(labels, classes):
+    """Our labels as fit passes them to the loss."""
+    return CheckedLabels(tu.backend.asarray(labels), classes)
 
 
 def _first_loss(step_factory):
@@ -128,12 +145,12 @@ def mlp(batch=128):
 
     def ours():
         model = _mlp()
-        X, Y = tu.tensor(x), tu.tensor(y)
+        X, Y = tu.tensor(x), _checked(y, 10)
         return _ours_step(model, lambda: nn.functional.cross_entropy(model(X), Y))
 
     def ref():
         forward, params = _torch_mlp(_mlp())
-        X, Y = torch.from_numpy(x), torch.from_numpy(y)
+        X, Y = _on_device(x), _on_device(y)
         return _torch_step(params, lambda: F.cross_entropy(forward(X), Y))
 
     return _case(ours, ref if torch else None)
@@ -156,7 +173,7 @@ def mlp_tmaf(batch=128):
     def build(make):
         def steps():
             model = make()
-            X, Y = tu.tensor(x), tu.tensor(y)
+            X, Y = tu.tensor(x), _checked(y, 10)
             return _ours_step(model, lambda: nn.functional.cross_entropy(model(X), Y))
         return steps
 
@@ -176,7 +193,7 @@ def cnn(batch=128):
 
     def ours():
         model = build()
-        X, Y = tu.tensor(x), tu.tensor(y)
+        X, Y = tu.tensor(x), _checked(y, 10)
         return _ours_step(model, lambda: nn.functional.cross_entropy(model(X), Y))
 
     def ref():
@@ -184,7 +201,7 @@ def cnn(batch=128):
         c1, c2, l1, l2 = (m[i] for i in (0, 2, 6, 8))
         P = [_t(p.data, True) for p in (c1.weight, c1.bias, c2.weight, c2.bias,
                                          l1.weight, l1.bias, l2.weight, l2.bias)]
-        X, Y = torch.from_numpy(x), torch.from_numpy(y)
+        X, Y = _on_device(x), _on_device(y)
 
         def loss():
             h = F.relu(F.conv2d(X, P[0], P[1]))
@@ -212,7 +229,7 @@ def _dac_case(make_layer, x, target, torch_forward):
     def ref():
         layer = build()
         W, B = _t(layer.weight.data, True), _t(layer.bias.data, True)
-        X, T = torch.from_numpy(x), torch.from_numpy(target)
+        X, T = _on_device(x), _on_device(target)
         return _torch_step([W, B], lambda: F.mse_loss(torch_forward(W, B, X), T))
 
     return _case(ours, ref if torch else None)
@@ -275,7 +292,7 @@ def han_net(batch=512, width=256, depth=20):
         model = build()
         U = [_t(m.u.data, True) for m in model]
         B = [_t(m.bias.data, True) for m in model]
-        X, T = torch.from_numpy(x), torch.from_numpy(target)
+        X, T = _on_device(x), _on_device(target)
 
         def loss():
             h = X
@@ -318,7 +335,7 @@ def han_lesson_net(batch=100, width=30, n_han=17):
         LB = [_t(m.bias.data, True) for m in lin]
         HU = [_t(m.u.data, True) for m in han]
         HB = [_t(m.bias.data, True) for m in han]
-        X, T = torch.from_numpy(x), torch.from_numpy(target)
+        X, T = _on_device(x), _on_device(target)
 
         def loss():
             h = F.linear(X, LW[0], LB[0]).abs()

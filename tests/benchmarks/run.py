@@ -3,7 +3,7 @@
     python tests/benchmarks/run.py                 # every row, 1 thread each
     python tests/benchmarks/run.py --threads 2 --only B1,B3
     python tests/benchmarks/run.py --quick         # fewer repeats (a smoke run)
-    TINYUNITS_BACKEND=cupy python tests/benchmarks/run.py --no-torch   # on a GPU
+    python tests/benchmarks/run.py --device cuda   # tinyunits on CuPy, PyTorch on CUDA
 
 A step is forward + backward + SGD step, float32. Each time is the median over
 `--rounds` rounds; in each round both sides run back to back (alternating who
@@ -13,6 +13,13 @@ a machine shared with other work, wall time mostly measures waiting for a core.
 With more than one thread, prefer --clock wall on an idle machine. The thread
 count is set for both: OMP/OPENBLAS/MKL_NUM_THREADS in
 the environment before NumPy or PyTorch is imported, and torch.set_num_threads.
+
+--device cuda: tinyunits on the CuPy backend and PyTorch on CUDA, the same rows;
+wall time, with both devices synchronised before and after each timed run;
+PyTorch's TF32 is turned off (matmul and cuDNN), so both sides compute in full
+float32. Without CuPy or a CUDA device the script says so in one line and
+exits with status 0 (nothing to measure). Peak memory is then device memory:
+CuPy's pool allocations (a memory hook), PyTorch's max_memory_allocated.
 
 ratio = ours / reference (lower is better). The reference is PyTorch running the
 same model from the same initial numbers (the first losses are compared: column
@@ -50,9 +57,12 @@ def parse_args(argv=None):
     p.add_argument("--rounds", type=int, default=15, help="timed rounds per row")
     p.add_argument("--round-seconds", type=float, default=0.2,
                    help="time each side runs per round")
-    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
-                   help="cpu: CPU time of this process (default; robust to other "
-                        "processes sharing the cores), wall: elapsed time")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cuda: tinyunits on CuPy, PyTorch on CUDA (wall clock, synchronised)")
+    p.add_argument("--clock", choices=("cpu", "wall"), default=None,
+                   help="cpu: CPU time of this process (default on the CPU; robust to "
+                        "other processes sharing the cores), wall: elapsed time "
+                        "(always, with --device cuda)")
     p.add_argument("--malloc", choices=("steady", "default"), default="steady",
                    help="steady (default): glibc keeps freed memory for reuse, so no "
                         "step pays page faults for fresh temporaries; default: leave it")
@@ -61,6 +71,9 @@ def parse_args(argv=None):
     p.add_argument("--no-torch", action="store_true", help="leave the PyTorch column blank")
     p.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.device == "cuda" and args.clock == "cpu":
+        p.error("--device cuda times with the wall clock (GPU work is not CPU time)")
+    args.clock = args.clock or ("wall" if args.device == "cuda" else "cpu")
     if args.quick:
         args.rounds, args.round_seconds = 5, 0.05
     return args
@@ -122,7 +135,35 @@ def selected(row_id, only):
 
 
 # ----------------------------------------------------------------------------- timing
-def median_step_times(fns, rounds, round_seconds, clock):
+def cuda_unavailable():
+    """Why --device cuda cannot run here (a one-line reason), or None when it can."""
+    try:
+        import cupy
+    except ImportError:
+        return "CuPy is not installed (pip install 'tinyunits[gpu]')"
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return "CuPy sees no CUDA device"
+    except Exception as err:  # CUDA runtime errors: no driver, no device
+        return f"CuPy finds no usable CUDA device ({type(err).__name__}: {err})".splitlines()[0]
+    return None
+
+
+def synchronizer(device, torch_ok):
+    """A function that waits until both libraries' queued device work is done."""
+    if device != "cuda":
+        return lambda: None
+    import cupy
+    import cases
+
+    def sync():
+        cupy.cuda.Device().synchronize()
+        if torch_ok:
+            cases.torch.cuda.synchronize()
+    return sync
+
+
+def median_step_times(fns, rounds, round_seconds, clock, sync):
     """Median seconds per step of each fn, the fns interleaved in every round."""
     now = time.process_time if clock == "cpu" else time.perf_counter
     for f in fns:  # warm-up: caches, allocator, lazily made optimiser state
@@ -130,23 +171,28 @@ def median_step_times(fns, rounds, round_seconds, clock):
             f()
     counts = []
     for f in fns:
+        sync()
         t = now()
         f()
+        sync()
         counts.append(max(1, int(round_seconds / max(now() - t, 1e-6))))
     times = [[] for _ in fns]
     for r in range(rounds):
         order = list(range(len(fns)))
         for i in (order if r % 2 == 0 else order[::-1]):
+            sync()
             t = now()
             for _ in range(counts[i]):
-                loss = fns[i]()
-            loss.item()  # waits for the device (CuPy runs asynchronously)
+                fns[i]()
+            sync()  # the device runs asynchronously: wait for the last step's work
             times[i].append((now() - t) / counts[i])
     return [statistics.median(ts) for ts in times]
 
 
-def peak_ours(step):
+def peak_ours(step, device="cpu"):
     """Bytes the step allocates at its high point (tracemalloc sees NumPy's buffers)."""
+    if device == "cuda":
+        return peak_cupy(step)
     step.zero_grad()
     gc.collect()
     tracemalloc.start()
@@ -157,7 +203,43 @@ def peak_ours(step):
         tracemalloc.stop()
 
 
-def peak_torch(step):
+def peak_cupy(step):
+    """Bytes of CuPy's memory pool the step holds at its high point."""
+    import cupy
+
+    class Peak(cupy.cuda.MemoryHook):
+        name = "tinyunits-bench-peak"
+
+        def __init__(self):
+            super().__init__()
+            self.now = self.peak = 0
+
+        def malloc_postprocess(self, **kw):
+            self.now += kw["mem_size"]
+            self.peak = max(self.peak, self.now)
+
+        def free_postprocess(self, **kw):
+            self.now -= kw["mem_size"]
+
+    step.zero_grad()
+    gc.collect()
+    cupy.cuda.Device().synchronize()
+    with Peak() as hook:
+        step()
+        cupy.cuda.Device().synchronize()
+    return hook.peak
+
+
+def peak_torch(step, device="cpu"):
+    if device == "cuda":
+        import torch
+        step.zero_grad()
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        step()
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated() - base
     from torch.profiler import ProfilerActivity, profile
     step.zero_grad()
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
@@ -183,7 +265,7 @@ def check_float32(step):
 
 
 # ----------------------------------------------------------------------------- rows
-def run_row(row_id, builder, target, args, torch_ok):
+def run_row(row_id, builder, target, args, torch_ok, sync):
     from cases import UnitMissing
     try:
         case = builder()
@@ -196,13 +278,13 @@ def run_row(row_id, builder, target, args, torch_ok):
         lo, lr = case.loss_ours(), case.loss_ref()
         notes.append(f"dloss {abs(lo - lr) / max(abs(lr), 1e-12):.0e}")
     fns = [case.ours] + ([case.ref] if case.ref is not None else [])
-    times = median_step_times(fns, args.rounds, args.round_seconds, args.clock)
-    out = dict(id=row_id, ours=times[0] * 1e3, peak_ours=peak_ours(case.ours) / MiB,
+    times = median_step_times(fns, args.rounds, args.round_seconds, args.clock, sync)
+    out = dict(id=row_id, ours=times[0] * 1e3, peak_ours=peak_ours(case.ours, args.device) / MiB,
                ref_name=case.ref_name if case.ref is not None else "")
     if case.ref is not None:
         out.update(ref=times[1] * 1e3, ratio=times[0] / times[1])
         if case.ref_name == "torch":
-            out["peak_ref"] = peak_torch(case.ref) / MiB
+            out["peak_ref"] = peak_torch(case.ref, args.device) / MiB
     if target is not None and "ratio" in out:
         notes.append("met" if out["ratio"] <= target else "MISSED")
     out["note"] = ", ".join(n for n in notes if n)
@@ -255,6 +337,13 @@ def print_header(args, torch_version, malloc_note):
     print(f"# tinyunits benchmarks  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"# machine: {os.cpu_count()} cores, {_cpu_name()}; threads per library: "
           f"{args.threads}; backend {tu.get_backend()}")
+    if args.device == "cuda":
+        import cupy
+        name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+        torch_side = ("PyTorch on CUDA with TF32 off (matmul and cuDNN): full float32 on "
+                      "both sides" if torch_version else "no PyTorch CUDA: reference left blank")
+        print(f"# device: {name.decode() if isinstance(name, bytes) else name}, CuPy "
+              f"{cupy.__version__}; {torch_side}; peak MB = device memory")
     print(f"# numpy {numpy.__version__}, torch {torch_version or 'not installed'}; "
           f"{args.clock} time, median of {args.rounds} interleaved rounds of "
           f"~{args.round_seconds}s each")
@@ -291,18 +380,33 @@ def main(argv=None):
     sys.path[:0] = [HERE, ROOT]
     if args.memory_child:
         return memory_child(args.clock)
+    if args.device == "cuda":
+        why = cuda_unavailable()
+        if why:
+            print(f"run.py --device cuda: skipped, {why}")
+            return
+        import tinyunits
+        tinyunits.set_backend("cupy")
     import cases
     torch_version = None
     if cases.torch is not None and not args.no_torch:
         cases.torch.set_num_threads(args.threads)
-        torch_version = cases.torch.__version__
+        if args.device == "cpu" or cases.torch.cuda.is_available():
+            torch_version = cases.torch.__version__
+    if args.device == "cuda" and torch_version:
+        cases.DEVICE = "cuda"
+        cases.torch.backends.cuda.matmul.allow_tf32 = False
+        cases.torch.backends.cudnn.allow_tf32 = False
     print_header(args, torch_version, malloc_note)
+    sync = synchronizer(args.device, torch_version)
     only = [o for o in args.only.split(",") if o]
     for row_id, desc, builder, target in rows(cases):
         if selected(row_id, only):
-            print_row(desc, target, run_row(row_id, builder, target, args, torch_version))
+            print_row(desc, target, run_row(row_id, builder, target, args, torch_version, sync))
     if selected("M1", only):
-        print_row("DACLinear 512->512, batch 4096 (memory)", None, run_memory_row(args))
+        row = (run_memory_row(args) if args.device == "cpu" else
+               dict(id="M1", note="not run with --device cuda (a host address-space limit)"))
+        print_row("DACLinear 512->512, batch 4096 (memory)", None, row)
     print(f"\n# load average at end: {_load()}")
 
 

@@ -1,12 +1,25 @@
-"""2-D convolution as im2col + one matrix product.
+"""2-D convolution as im2col + one matrix product; backward as two products and col2im.
 
     y[b,o,h,w] = sum_{c,p,q} W[o,c,p,q] * xpad[b, c, h*s + p, w*s + q] + bias[o]
 
 im2col lays every k x k window of the (padded) input out as a column, read through
 strided views (no Python loop over positions); the convolution is then one GEMM,
-W reshaped to (out, in*k*k) times the columns. Backward: dW is the same product
-transposed; dx takes each kernel tap's share W[:, :, p, q]^T g and adds it back
-where that tap read the input (the adjoint of im2col, k*k strided adds).
+W reshaped to (out, in*k*k) times the columns. Backward, with g = dL/dy as an
+(out, B*Ho*Wo) matrix:
+
+    dW    = g cols^T                 (one GEMM)
+    dcols = W^T g                    (one GEMM: every column's gradient)
+    dx    = col2im(dcols)            (the adjoint of im2col: each tap (p, q) adds
+                                      its rows back where it read the input)
+
+These are the shapes a threaded BLAS splits well, and a GPU wants (few, large
+products). The column gradient is as large as the columns (85 MB for a 32-channel
+3x3 layer on 26x26 maps at batch 128), so it is made for one chunk of the batch
+at a time (about COLUMN_GRAD_ELEMENTS), and col2im adds it back while it is still
+in the cache: backward holds little more memory than forward. col2im and im2col's
+copy are elementwise passes, which NumPy runs on one core; they are split over
+the CPU threads the user set (tinyunits.threads), im2col over the batch and col2im
+over the input channels, each thread writing its own part.
 
 Layout, for speed: the columns are (C*k*k, B*Ho*Wo), so the copy that builds them
 reads the input along its rows, and the GEMM writes the output channel-major,
@@ -15,19 +28,45 @@ elementwise ops keep its layout, and the next im2col or backward reads it withou
 reordering. (Rows of (B*Ho*Wo, C*k*k) instead would cost transposing copies in
 im2col and in the input gradient, about 3x slower for a 32-channel layer.)
 """
+from .. import threads
 from ..backend import get_array_module, sliding_window_view
 from ..function import Function
+
+COLUMN_GRAD_ELEMENTS = 2 ** 21  # 8 MB of float32 column gradient per chunk of the batch
 
 
 def conv_output_size(n: int, k: int, stride: int, padding: int) -> int:
     return (n + 2 * padding - k) // stride + 1
 
 
+def chunks(n: int, size: int):
+    return [slice(start, min(start + size, n)) for start in range(0, n, size)]
+
+
+def per_thread(n: int):
+    """n split into one slice per CPU thread (one slice when there is one thread)."""
+    return chunks(n, -(-n // threads.get_num_threads()))
+
+
 def im2col(x, k: int, stride: int):
-    """(B, C, H, W) -> (C*k*k, B, Ho, Wo): one column per output position."""
+    """(B, C, H, W) -> (C*k*k, B, Ho, Wo): one column per output position (a fresh array)."""
     windows = sliding_window_view(x, (k, k), axis=(2, 3))[:, :, ::stride, ::stride]
     B, C, Ho, Wo = windows.shape[:4]
-    return windows.transpose(1, 4, 5, 0, 2, 3).reshape(C * k * k, B, Ho, Wo)
+    cols = get_array_module(x).empty((C, k, k, B, Ho, Wo), dtype=x.dtype)
+
+    def copy(chunk):
+        cols[:, :, :, chunk] = windows[chunk].transpose(1, 4, 5, 0, 2, 3)
+    threads.run(copy, per_thread(B), like=x)
+    return cols.reshape(C * k * k, B, Ho, Wo)
+
+
+def col2im_add(gx, dcols, k: int, stride: int):
+    """gx (C, b, H, W) += the adjoint of im2col of dcols (C, k*k, b, Ho, Wo): tap (p, q)'s
+    rows go back where that tap read the input, k*k strided adds in place."""
+    Ho, Wo, s = dcols.shape[-2], dcols.shape[-1], stride
+    for p in range(k):
+        for q in range(k):
+            gx[:, :, p:p + s * Ho:s, q:q + s * Wo:s] += dcols[:, p * k + q]
 
 
 def pad2d(x, padding: int):
@@ -62,20 +101,22 @@ class Conv2d(Function):
 
     def backward(self, g):
         W, cols = self.W, self.cols
-        g = g.transpose(1, 0, 2, 3).reshape(W.shape[0], -1)  # (out, B*Ho*Wo), as the GEMM made it
-        gW = (g @ cols.reshape(cols.shape[0], -1).T).reshape(W.shape)
-        return self._input_grad(g) if self.needs_grad(0) else None, gW, g.sum(axis=1)
+        g = g.transpose(1, 0, 2, 3)  # (out, B, Ho, Wo), as the GEMM made it
+        g2 = g.reshape(W.shape[0], -1)
+        gW = (g2 @ cols.reshape(cols.shape[0], -1).T).reshape(W.shape)
+        return self._input_grad(g) if self.needs_grad(0) else None, gW, g2.sum(axis=1)
 
     def _input_grad(self, g):
-        """The adjoint of im2col, one kernel tap (p, q) at a time: W[:, :, p, q]^T g is
-        the gradient of every input pixel that tap read; add it where it was read.
-        (k*k small GEMMs: the (C*k*k, B*Ho*Wo) column gradient is never held.)"""
-        W, s, (B, C, H, Wd) = self.W, self.stride, self.xpad_shape
-        Ho, Wo = self.cols.shape[2:]
+        """dcols = W^T g, then col2im, for one chunk of the batch at a time."""
+        W2, k, (B, C, H, Wd) = self.W.reshape(self.W.shape[0], -1), self.W.shape[2], self.xpad_shape
         gx = get_array_module(g).zeros((C, B, H, Wd), dtype=g.dtype)  # channel-major, as y
-        for p in range(W.shape[2]):
-            for q in range(W.shape[3]):
-                gx[:, :, p:p + s * Ho:s, q:q + s * Wo:s] += (W[:, :, p, q].T @ g).reshape(C, B, Ho, Wo)
+        for I in chunks(B, max(1, COLUMN_GRAD_ELEMENTS // self.cols[:, 0].size)):
+            gI = g[:, I]
+            dcols = (W2.T @ gI.reshape(gI.shape[0], -1)).reshape((C, k * k) + gI.shape[1:])
+
+            def add_back(c):
+                col2im_add(gx[c, I], dcols[c], k, self.stride)
+            threads.run(add_back, per_thread(C), like=g)
         return unpad2d(gx.transpose(1, 0, 2, 3), self.padding)
 
 

@@ -24,10 +24,13 @@ Backward, the conv analogue of eq. (7):
 
 The (batch, out, in[, H, W]) tensor of activated inputs is never held whole: both
 passes walk over blocks of output units (`_blocks`) and the backward recomputes
-phi and phi' per block instead of storing them.  The conv turns its sums into
-matrix products over the k*k taps t = (p, q): U[i,t] = sum_j W[i,j,t] A[i,j] (one
-product), then y adds U[i,t] shifted by each tap; backward places g once per tap
-(G[i,t]) and gets dW = A G^T and dA = W G as two more products.
+phi and phi' per block instead of storing them.  The blocks are independent: on
+the CPU the dense layer runs them on the threads the user set (tinyunits.threads)
+and adds each block's share of dx in block order, so any thread count gives the
+same numbers.  The conv turns its sums into matrix products over the k*k taps
+t = (p, q): U[i,t] = sum_j W[i,j,t] A[i,j] (one product), then y adds U[i,t]
+shifted by each tap; backward places g once per tap (G[i,t]) and gets dW = A G^T
+and dA = W G as two more products.
 
 On a GPU (CuPy arrays) neither pass runs this code: both run as fused CUDA kernels,
 one per equation above (dac_cuda.cu, launched by dac_cuda.py), tested against it.
@@ -39,6 +42,7 @@ post-activation are dropped) and (out*in - in) additions per input position.
 from __future__ import annotations
 
 from .. import _check as check
+from .. import threads
 from ..backend import block_elements, get_array_module
 from ..function import Function
 from ..nn import init
@@ -77,9 +81,11 @@ class DACLinearFn(Function):
             return dac_cuda.linear_forward(x, W, B, self.activation)
         xp = get_array_module(x)
         y = xp.empty((x.shape[0], W.shape[0]), dtype=x.dtype)
-        for I in _blocks(W.shape[0], x.size, self.budget):
+
+        def block(I):
             A, _ = phi(self.activation, B[I, None, :] + x)            # (c, b, in): phi(B[i,j] + x[b,j])
             y[:, I] = (A @ W[I, :, None])[:, :, 0].T                   # eq. (4): sum_j W[i,j] * A
+        threads.run(block, _blocks(W.shape[0], x.size, self.budget), like=x)
         return y
 
     def backward(self, g):
@@ -88,9 +94,13 @@ class DACLinearFn(Function):
             return dac_cuda.linear_backward(x, W, B, g, self.activation,
                                             [self.needs_grad(i) for i in range(3)])
         xp = get_array_module(x)
-        gx, gW, gB = xp.zeros_like(x), xp.empty_like(W), xp.empty_like(B)
+        gW, gB = xp.empty_like(W), xp.empty_like(B)
         want = [self.needs_grad(i) for i in range(3)]  # a network's input needs no dx
-        for I in _blocks(W.shape[0], x.size, self.budget):
+
+        def block(I):
+            """Writes gW[I] and gB[I]; returns gx, block I's share of dx (summed below,
+            in block order, so that any number of threads gives the same numbers)."""
+            gx = xp.zeros_like(x) if want[0] else None
             A, fn = phi(self.activation, B[I, None, :] + x)           # recomputed per block
             gT = g[:, I].T                                            # (c, b)
             if want[1]:
@@ -106,6 +116,11 @@ class DACLinearFn(Function):
                 # BEGIN SOLUTION dac_dx
                 gx += xp.einsum("cbj,cj->bj", M, W[I])                    # eq. (7): sum_i W * phi' * g
                 # END SOLUTION dac_dx
+            return gx
+        gx = xp.zeros_like(x)
+        for share in threads.map(block, _blocks(W.shape[0], x.size, self.budget), like=x):
+            if want[0]:
+                gx += share
         return tuple(grad if wanted else None for grad, wanted in zip((gx, gW, gB), want))
 
 

@@ -1,0 +1,50 @@
+"""`tests/benchmarks/run.py --device cuda` on a machine that cannot run it: one clear
+line, exit status 0, no traceback (the benchmarks themselves are not tests)."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RUN = Path(__file__).parent / "benchmarks" / "run.py"
+
+
+def bench_cuda(env_path=None):
+    env = dict(os.environ)
+    if env_path:
+        env["PYTHONPATH"] = os.pathsep.join([str(env_path), env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, str(RUN), "--device", "cuda", "--only", "B1"],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def _cuda_here():
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(_cuda_here(), reason="a CUDA device is here: run the benchmark itself")
+def test_without_cupy_or_a_device_it_says_so_in_one_line():
+    out = bench_cuda()
+    assert out.returncode == 0 and out.stderr == ""
+    assert out.stdout.count("\n") == 1
+    assert out.stdout.startswith("run.py --device cuda: skipped, CuPy ")
+
+
+def test_cupy_without_a_device_says_so_in_one_line(tmp_path):
+    fake = tmp_path / "cupy"
+    (fake / "cuda").mkdir(parents=True)
+    (fake / "__init__.py").write_text("from . import cuda\n")
+    (fake / "cuda" / "__init__.py").write_text(
+        "class runtime:\n"
+        "    @staticmethod\n"
+        "    def getDeviceCount():\n"
+        "        raise RuntimeError('cudaErrorNoDevice: no CUDA-capable device is detected')\n")
+    out = bench_cuda(tmp_path)
+    assert out.returncode == 0 and out.stderr == ""
+    assert out.stdout == ("run.py --device cuda: skipped, CuPy finds no usable CUDA device "
+                          "(RuntimeError: cudaErrorNoDevice: no CUDA-capable device is "
+                          "detected)\n")

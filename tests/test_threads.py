@@ -1,0 +1,94 @@
+"""tinyunits.threads: the thread count the user set, pieces in order on a pool, and
+ops that use it (conv2d, DACLinear) giving the same numbers at every thread count."""
+import threading
+
+import numpy as np
+import pytest
+
+import tinyunits as tu
+from tinyunits import backend, ops, threads
+from tinyunits.units.dac import DACLinearFn
+
+
+@pytest.fixture(autouse=True)
+def _from_environment(monkeypatch):
+    for name in threads.ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(threads._State, "threads", None)
+
+
+def test_thread_count_comes_from_the_setting_then_the_environment(monkeypatch):
+    assert threads.get_num_threads() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert threads.get_num_threads() == 3
+    monkeypatch.setenv("TINYUNITS_NUM_THREADS", "2")
+    assert threads.get_num_threads() == 2
+    threads.set_num_threads(4)
+    assert threads.get_num_threads() == 4
+
+
+def test_bad_thread_counts_are_refused(monkeypatch):
+    with pytest.raises(ValueError, match=r"set_num_threads: n must be an int >= 1, got 0"):
+        threads.set_num_threads(0)
+    monkeypatch.setenv("OMP_NUM_THREADS", "many")
+    with pytest.raises(ValueError, match="OMP_NUM_THREADS must be a thread count.*'many'"):
+        threads.get_num_threads()
+
+
+def test_map_runs_on_the_pool_in_order_and_serially_inside_a_piece():
+    threads.set_num_threads(2)
+    like = backend.asarray(np.zeros(1))
+
+    def piece(i):
+        inner = list(threads.map(lambda j: threading.current_thread().name, [0, 1], like))
+        return i, threading.current_thread().name, inner
+
+    out = list(threads.map(piece, range(6), like))
+    assert [i for i, _, _ in out] == list(range(6))
+    assert all(name.startswith("tinyunits") for _, name, _ in out)
+    assert all(inner == [name, name] for _, name, inner in out)  # nested: same thread
+
+
+def test_map_in_one_thread_stays_in_the_caller():
+    like = backend.asarray(np.zeros(1))
+    names = list(threads.map(lambda i: threading.current_thread().name, range(3), like))
+    assert names == [threading.current_thread().name] * 3
+
+
+def test_an_error_in_a_piece_reaches_the_caller():
+    threads.set_num_threads(2)
+
+    def piece(i):
+        if i == 3:
+            raise NotImplementedError("piece 3")
+        return i
+
+    with pytest.raises(NotImplementedError, match="piece 3"):
+        list(threads.map(piece, range(5), backend.asarray(np.zeros(1))))
+
+
+def _conv_step(x, W, b, g):
+    ts = [tu.tensor(a, requires_grad=True) for a in (x, W, b)]
+    y = ops.conv2d(*ts, stride=1, padding=1)
+    y.backward(tu.tensor(g))
+    return [backend.to_host(a) for a in (y.data, *(t.grad for t in ts))]
+
+
+def _dac_step(x, W, B, g):
+    ts = [tu.tensor(a, requires_grad=True) for a in (x, W, B)]
+    y = DACLinearFn("relu", budget=64)(*ts)  # blocks of one or two units: many pieces
+    y.backward(tu.tensor(g))
+    return [backend.to_host(a) for a in (y.data, *(t.grad for t in ts))]
+
+
+@pytest.mark.parametrize("step,shapes", [
+    (_conv_step, [(5, 3, 7, 6), (4, 3, 3, 3), (4,), (5, 4, 7, 6)]),
+    (_dac_step, [(9, 7), (5, 7), (5, 7), (9, 5)])])
+def test_ops_give_the_same_numbers_bit_for_bit_on_any_number_of_threads(rng, step, shapes):
+    arrays = [rng.normal(size=s).astype("float32") for s in shapes]
+    threads.set_num_threads(1)
+    serial = step(*arrays)
+    for n in (2, 3):
+        threads.set_num_threads(n)
+        for got, want in zip(step(*arrays), serial):
+            np.testing.assert_array_equal(got, want)

@@ -1,0 +1,98 @@
+"""CPU threads for the loops of independent pieces inside one op.
+
+A threaded BLAS spreads every matrix product over the machine's cores, but a
+NumPy elementwise pass (an add, a ReLU, a strided copy) runs on one core. Some
+ops are loops over independent pieces of work: DAC's blocks of output units, a
+convolution's chunks of the batch. NumPy releases the GIL inside each large
+elementwise pass and each product, so those pieces can run on several threads
+at once: `map(fn, pieces, like)` runs fn over the pieces on a small pool
+(`run` when the pieces only write their part of an output).
+
+The number of threads is the one the user set, for BLAS too: `set_num_threads(n)`,
+or else the environment variable TINYUNITS_NUM_THREADS, or else OMP_NUM_THREADS;
+1 when none is set (then nothing changes: the pieces run in order, here). The
+results are the same numbers bit for bit at any thread count: each piece does the
+same arithmetic wherever it runs, the pieces write to disjoint parts of an output,
+and what they add up is added by the caller, in the pieces' order.
+
+On the GPU the pieces run in order (the device runs them asynchronously anyway),
+and a piece that itself calls `map` runs its own pieces in order (no nesting).
+"""
+from __future__ import annotations
+
+import collections
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from . import _check as check
+from . import backend
+
+ENV = ("TINYUNITS_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+class _State:
+    threads = None  # set_num_threads; None: read the environment
+    pool = None
+    local = threading.local()  # .inside: this thread is one of the pool's
+
+
+def set_num_threads(n: int) -> None:
+    """Run ops' independent pieces on n CPU threads (does not change BLAS's own count)."""
+    n = check.integer("set_num_threads", "n", n)
+    if n != get_num_threads() and _State.pool is not None:
+        _State.pool.shutdown()
+        _State.pool = None
+    _State.threads = n
+
+
+def get_num_threads() -> int:
+    if _State.threads is not None:
+        return _State.threads
+    for name in ENV:
+        value = os.environ.get(name, "").strip()
+        if value:
+            try:
+                return max(1, int(value.split(",")[0]))  # OpenMP allows a list: "2,1"
+            except ValueError:
+                check.fail("tinyunits.threads", name, "a thread count such as 2", value)
+    return 1
+
+
+def _on_host(x) -> bool:
+    xp = backend.get_array_module(x)
+    return xp is backend.host_module() or xp is backend.strict
+
+
+def _inside(fn):
+    def run(piece):
+        _State.local.inside = True
+        return fn(piece)
+    return run
+
+
+def map(fn, pieces, like):
+    """fn(p) for each p in pieces, in order, as an iterator: on the CPU threads when
+    `like` is a host array and more than one thread is set, with at most one piece
+    per thread computed ahead of the one handed out (so results do not pile up).
+    fn must write only to its own part of any output."""
+    pieces, n = list(pieces), get_num_threads()
+    if n == 1 or len(pieces) < 2 or getattr(_State.local, "inside", False) or not _on_host(like):
+        for piece in pieces:
+            yield fn(piece)
+        return
+    if _State.pool is None:
+        _State.pool = ThreadPoolExecutor(n, thread_name_prefix="tinyunits")
+    pending = collections.deque()
+    for piece in pieces:
+        pending.append(_State.pool.submit(_inside(fn), piece))
+        if len(pending) > n:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
+def run(fn, pieces, like) -> None:
+    """map for pieces that only write to their part of an output: runs them all."""
+    for _ in map(fn, pieces, like):
+        pass
