@@ -4,8 +4,8 @@
 
 im2col lays every k x k window of the (padded) input out as a column, read through
 strided views (no Python loop over positions); the convolution is then one GEMM,
-W reshaped to (out, in*k*k) times the columns. Backward, with g = dL/dy as an
-(out, B*Ho*Wo) matrix:
+W reshaped to `(out, in*k*k)` times the columns. Backward, with g = dL/dy as an
+`(out, B*Ho*Wo)` matrix:
 
     dW    = g cols^T                 (one GEMM)
     dcols = W^T g                    (one GEMM: every column's gradient)
@@ -21,11 +21,11 @@ copy are elementwise passes, which NumPy runs on one core; they are split over
 the CPU threads the user set (tinyunits.threads), im2col over the batch and col2im
 over the input channels, each thread writing its own part.
 
-Layout, for speed: the columns are (C*k*k, B*Ho*Wo), so the copy that builds them
+Layout, for speed: the columns are `(C*k*k, B*Ho*Wo)`, so the copy that builds them
 reads the input along its rows, and the GEMM writes the output channel-major,
 (out, B, Ho, Wo). The output is returned as a (B, out, Ho, Wo) view of that array:
 elementwise ops keep its layout, and the next im2col or backward reads it without
-reordering. (Rows of (B*Ho*Wo, C*k*k) instead would cost transposing copies in
+reordering. (Rows of `(B*Ho*Wo, C*k*k)` instead would cost transposing copies in
 im2col and in the input gradient, about 3x slower for a 32-channel layer.)
 """
 from .. import threads
@@ -49,7 +49,7 @@ def per_thread(n: int):
 
 
 def im2col(x, k: int, stride: int):
-    """(B, C, H, W) -> (C*k*k, B, Ho, Wo): one column per output position (a fresh array)."""
+    """`(B, C, H, W) -> (C*k*k, B, Ho, Wo)`: one column per output position (a fresh array)."""
     windows = sliding_window_view(x, (k, k), axis=(2, 3))[:, :, ::stride, ::stride]
     B, C, Ho, Wo = windows.shape[:4]
     cols = get_array_module(x).empty((C, k, k, B, Ho, Wo), dtype=x.dtype)
@@ -61,8 +61,8 @@ def im2col(x, k: int, stride: int):
 
 
 def col2im_add(gx, dcols, k: int, stride: int):
-    """gx (C, b, H, W) += the adjoint of im2col of dcols (C, k*k, b, Ho, Wo): tap (p, q)'s
-    rows go back where that tap read the input, k*k strided adds in place."""
+    """gx (C, b, H, W) += the adjoint of im2col of dcols `(C, k*k, b, Ho, Wo)`: tap (p, q)'s
+    rows go back where that tap read the input, `k*k` strided adds in place."""
     Ho, Wo, s = dcols.shape[-2], dcols.shape[-1], stride
     for p in range(k):
         for q in range(k):

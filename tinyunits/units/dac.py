@@ -5,22 +5,30 @@ A standard unit (eq. 1) adds its bias and activates after the sum; every unit
 downstream then sees the same filtered value.  A DAC unit (eq. 2) filters each
 input separately, with a bias of its own for every connection (i, j):
 
-Dense, eq. (4):   y[b,i] = sum_j W[i,j] * phi(B[i,j] + x[b,j])
+Dense, eq. (4):
+
+    y[b,i]  = sum_j W[i,j] * phi(B[i,j] + x[b,j])
+
 Backward, eq. (7) (g = dE/dy):
-                  dW[i,j] = sum_b phi(B[i,j] + x[b,j]) * g[b,i]
-                  dB[i,j] = W[i,j] * sum_b phi'(B[i,j] + x[b,j]) * g[b,i]
-                  dx[b,j] = sum_i W[i,j] * phi'(B[i,j] + x[b,j]) * g[b,i]
+
+    dW[i,j] = sum_b phi(B[i,j] + x[b,j]) * g[b,i]
+    dB[i,j] = W[i,j] * sum_b phi'(B[i,j] + x[b,j]) * g[b,i]
+    dx[b,j] = sum_i W[i,j] * phi'(B[i,j] + x[b,j]) * g[b,i]
+
 The last line is the paper's "granular masking": each term of the sum over i
 has its own mask phi'(B[i,j] + x[b,j]); a standard unit has one mask for all i.
 
 Conv, eq. (5), with the biases shared over kernel positions (B is (out, in)):
-                  A[b,i,j] = zero-pad(phi(B[i,j] + x[b,j]))          (cached once per (i, j))
-                  y[b,i,h,w] = sum_{j,p,q} W[i,j,p,q] * A[b,i,j, h*s+p, w*s+q]
+
+    A[b,i,j]    = zero-pad(phi(B[i,j] + x[b,j]))          (cached once per (i, j))
+    y[b,i,h,w]  = sum_{j,p,q} W[i,j,p,q] * A[b,i,j, h*s+p, w*s+q]
+
 Backward, the conv analogue of eq. (7):
-                  dW[i,j,p,q] = sum_{b,h,w} g[b,i,h,w] * A[b,i,j, h*s+p, w*s+q]
-                  dA[b,i,j, h*s+p, w*s+q] += W[i,j,p,q] * g[b,i,h,w]   (then drop the pad)
-                  dB[i,j] = sum_{b,h,w} dA[b,i,j] * phi'(B[i,j] + x[b,j])
-                  dx[b,j] = sum_i dA[b,i,j] * phi'(B[i,j] + x[b,j])
+
+    dW[i,j,p,q] = sum_{b,h,w} g[b,i,h,w] * A[b,i,j, h*s+p, w*s+q]
+    dA[b,i,j, h*s+p, w*s+q] += W[i,j,p,q] * g[b,i,h,w]   (then drop the pad)
+    dB[i,j]     = sum_{b,h,w} dA[b,i,j] * phi'(B[i,j] + x[b,j])
+    dx[b,j]     = sum_i dA[b,i,j] * phi'(B[i,j] + x[b,j])
 
 The (batch, out, in[, H, W]) tensor of activated inputs is never held whole: both
 passes walk over blocks of output units (`_blocks`) and the backward recomputes
@@ -36,8 +44,8 @@ On a GPU (CuPy arrays) neither pass runs this code: both run as fused CUDA kerne
 one per equation above (dac_cuda.cu, launched by dac_cuda.py), tested against it.
 
 Section 4's cost accounting (`section4_counts`): against the standard connection
-it replaces, DAC adds (out*in - in) biases (the m shared biases of the previous
-post-activation are dropped) and (out*in - in) additions per input position.
+it replaces, DAC adds `out*in - in` biases (the m shared biases of the previous
+post-activation are dropped) and `out*in - in` additions per input position.
 """
 from __future__ import annotations
 
@@ -266,8 +274,8 @@ def section4_counts(layer, input_hw=(1, 1)) -> dict:
     """Count, for one DAC layer, what section 4 counts (activation calls are free).
 
     Standard connection: the weights, plus the m shared biases of the post-activation
-    of the layer before, and per position m*n*L^2 multiplications, as many additions,
-    and m bias additions.  DAC: the same weights, n*m biases, and n*m bias additions
+    of the layer before, and per position `m*n*L^2` multiplications, as many additions,
+    and m bias additions.  DAC: the same weights, `n*m` biases, and `n*m` bias additions
     per input position (the cached phi(B[i,j] + z), computed once per (i, j)).
     `input_hw` is the input map size for a conv (for a dense layer leave (1, 1)).
     """
