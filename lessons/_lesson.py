@@ -69,8 +69,14 @@ def grid(name: str, fn, trials: list) -> list:
     if MODE != "full":
         return [fn(settings) for settings in trials]
     from tinyunits import sweep
-    return sweep.run(name, fn, trials, store=STORE, workers=ARGS.workers,
-                     scheduler=ARGS.scheduler)
+    results = sweep.run(name, fn, trials, store=STORE, workers=ARGS.workers,
+                        scheduler=ARGS.scheduler)
+    failed = sum(result is None for result in results)
+    if failed:  # a table or figure of the grid would be wrong without them
+        raise RuntimeError(f"grid: {failed} of {len(trials)} runs of {name!r} failed twice "
+                           f"(tracebacks: the error column of {STORE}); the others are kept, "
+                           f"and running the lesson again retries only these")
+    return results
 
 
 def paper_sweep(module, args):

@@ -100,6 +100,22 @@ def test_grid_in_full_stores_every_trial_and_a_second_call_computes_none(tmp_pat
     assert first == second == [{"seed": s, "square": s * s} for s in (3, 1, 2)]
 
 
+def test_grid_in_full_keeps_the_finished_runs_and_stops_on_a_failed_one(tmp_path, monkeypatch):
+    store = tmp_path / "s.sqlite"
+    monkeypatch.setattr(_lesson, "MODE", "full")
+    monkeypatch.setattr(_lesson, "ARGS", argparse.Namespace(workers=None, scheduler=None))
+    monkeypatch.setattr(_lesson, "STORE", str(store))
+
+    def fails_on_two(settings):
+        if settings["seed"] == 2:
+            raise ValueError("diverged")
+        return {"seed": settings["seed"]}
+    with pytest.warns(RuntimeWarning), pytest.raises(RuntimeError, match="1 of 3 runs of 'g'"):
+        _lesson.grid("g", fails_on_two, TRIALS)
+    done = sorted(r["settings"]["seed"] for r in sweep.load("g", str(store)) if r["status"] == "done")
+    assert done == [1, 3]
+
+
 # --------------------------------------------------------------------------- _lesson.Results
 def test_results_add_takes_the_claim_and_prints_why_only_under_rows_that_do_not_hold(
         capsys, monkeypatch):
