@@ -52,7 +52,7 @@ PAPER = {  # claim -> (the paper's number, the likely reason where ours does not
     "dense 200->200: params / FLOPs": ("x(2-1/n) / x(1.5-1/2n)", ""),
     "Fig 7a: 1 DAC unit separates": ("yes (hand-set)", ""),
     "Fig 7a: 1 standard unit cannot": ("cannot", ""),
-    "Fig 7b: 2 DAC units separate": ("yes (hand-set)",
+    "Fig 7b: 2 DAC units can": ("yes (hand-set)",
         "the hand-set units separate it; trained from random biases, only some seeds find them"),
     "Fig 7b: 2 standard cannot, 4 can": ("cannot / can", ""),
     "Thm C.1(1): 1 DAC unit = PL_k": ("exact, 2k p.",
