@@ -124,11 +124,11 @@ for m, n, L in [(16, 16, 3), (64, 64, 3), (64, 64, 1)]:
 print("\n" + plots.growth_table(counted))
 c = counted["conv 64->64 3x3"][0]
 more_p, more_f = 100 * (c["parameter_increase"] - 1), 100 * (c["flop_increase"] - 1)  # in %
-results.add("3x3 conv: parameters / FLOPs growth",
+results.add("3x3 conv: params / FLOPs",
             f"+{more_p:.1f} % / +{more_f:.1f} %", round(more_p) == 11 and round(more_f, 1) == 5.5)
 c, formulas, _ = counted["dense 200->200"]
 growth = c["parameter_increase"], c["flop_increase"]
-results.add("dense 200->200: parameters / FLOPs",
+results.add("dense 200->200: params / FLOPs",
             "x{:.3f} / x{:.4f}".format(*growth), all(map(math.isclose, growth, formulas)))
 
 # %% [markdown]
@@ -173,16 +173,15 @@ runs = grid("dac-fig7a", trials.figure7a_trial, [dict(model=m, seed=seed, steps=
                                                  for m in ("dac", "standard") for seed in range(SEEDS_7)])
 runs_7a = {"DAC unit": runs[:SEEDS_7], "standard unit": runs[SEEDS_7:]}
 dac_wins, std_wins = (sum(r["separates"] for r in rs) for rs in runs_7a.values())
-print(f"7a learned: DAC unit separates in {dac_wins}/{SEEDS_7} seeds, standard unit in {std_wins}/{SEEDS_7}")
+results.add("Fig 7a: 1 DAC unit separates", f"hand {hand_ok}; learned {dac_wins}/{SEEDS_7}",
+            hand_ok and dac_wins > 0)
+results.add("Fig 7a: 1 standard unit cannot", f"learned {std_wins}/{SEEDS_7}", std_wins == 0)
 
 # The three points lie on the diagonal x1 = x2 = t: each unit's best start (lowest
 # training loss) along it.
 best_7a = {f"{name} (best of {SEEDS_7} starts)": min(rs, key=lambda r: r["loss"])["diagonal"]
            for name, rs in runs_7a.items()}
 figure(plots.figure7a_learned(X7a, y7a, trials.DIAGONAL, best_7a), "figure7a_learned.png")
-results.add("Fig 7a: 1 DAC unit separates 3 collinear pts",
-            f"hand {hand_ok}; learned {dac_wins}/{SEEDS_7}", hand_ok and dac_wins > 0)
-results.add("Fig 7a: a standard unit cannot", f"learned {std_wins}/{SEEDS_7}", std_wins == 0)
 
 # %% [markdown]
 # Along the diagonal the standard unit is one line, so its output is monotone in t
@@ -213,18 +212,15 @@ runs = grid("dac-fig7b", trials.figure7b_trial, [dict(model=m, seed=seed, steps=
 runs_7b = {m: runs[i * SEEDS_7:(i + 1) * SEEDS_7] for i, m in enumerate(MODELS_7B)}
 best_7b = {m: max(rs, key=lambda r: r["accuracy"]) for m, rs in runs_7b.items()}
 acc_7b = {m: 100 * best_7b[m]["accuracy"] for m in MODELS_7B}
-wins_7b = {m: sum(r["accuracy"] == 1.0 for r in rs) for m, rs in runs_7b.items()}
-print(f"7b hand-set: g(f(x)) > 0 exactly on the blue points: {hand_b_ok}\n7b learned, best training accuracy "
-      f"(seeds at 100 %) over {SEEDS_7} seeds: " + ", ".join(f"{MODELS_7B[m]} {acc:.1f} % ({wins_7b[m]})"
-      for m, acc in acc_7b.items()) + f"; all-green guess {100 * (1 - y7b.mean()):.1f} %")
+all_green = 100 * (1 - y7b.mean())  # the accuracy of the local minimum "all green"
+print(f"7b learned, best training accuracy of {SEEDS_7} seeds: " + ", ".join(
+      f"{MODELS_7B[m]} {acc:.1f} %" for m, acc in acc_7b.items()) + f"; all-green guess {all_green:.1f} %")
+dac2, std2, std4 = (sum(r["accuracy"] == 1.0 for r in rs) for rs in runs_7b.values())  # seeds at 100 %
+results.add("Fig 7b: 2 DAC units can", f"hand {hand_b_ok}; learned {dac2}/{SEEDS_7}", hand_b_ok and dac2 > 0)
+results.add("Fig 7b: 2 standard cannot, 4 can", f"{std2} / {std4} of {SEEDS_7}", std2 == 0 and std4 > 0)
 for m, run in best_7b.items():
     model = trials.trained_model(trials.FIGURE_7B, m, run["state"])
     figure(plot.decision_regions(model, X7b, y7b, out(f"figure7b_{m}.png"), title=f"Figure 7b learned: {m}"))
-dac2, std2, std4 = (wins_7b[m] for m in MODELS_7B)
-results.add("Fig 7b: 2 DAC units separate the square",
-            f"hand {hand_b_ok}; learned {dac2}/{SEEDS_7}", hand_b_ok and dac2 > 0)
-results.add("Fig 7b: 2 standard units cannot, 4 can",
-            f"{std2}/{SEEDS_7} / {std4}/{SEEDS_7}", std2 == 0 and std4 > 0)
 
 # %% [markdown]
 # In the decision regions, a standard net with 2 units gives the inner points'
@@ -274,8 +270,7 @@ set_param(two_layer[2].weight, pl.weight[None, :])
 set_param(two_layer[2].bias, [0.0])
 exact_err = np.abs(predict(exact, x_rep.astype(np.float64))[:, 0] - pl(pl.x)).max()
 two_exact_err = np.abs(predict(two_layer, pl.x[:, None].astype(np.float64))[:, 0] - pl(pl.x)).max()
-print(f"PL_{K} as one DAC unit ({exact.num_parameters()} parameters): max |error| {exact_err:.1e}; "
-      f"as a two-layer standard net ({two_layer.num_parameters()} parameters): {two_exact_err:.1e}")
+print(f"PL_{K} rebuilt, max |error|: DAC unit {exact_err:.1e}, two-layer standard net {two_exact_err:.1e}")
 
 # One fit is `trials.pl_trial`: the DAC unit `trials.dac_pl`, the two-layer nets
 # `trials.standard_pl`, each trained by full-batch Adam (lr 0.03) from the same start.
@@ -295,14 +290,11 @@ print(plots.fits_table(pl_errors, n_params, wins))
 x0, target0, line0, _ = trials.pl_problem(K, seed=0)
 fits0 = {f"{name} ({n_params[name]} p.)": rs[0]["residual"] for name, rs in runs_pl.items()}
 figure(plots.theorem_c1(x0, target0[:, 0] - line0, fits0, K), "theorem_c1.png")
-results.add("Thm C.1(1): DAC unit = PL_k, 2k params",
-            f"k={K}: {n_params[dac_name]} p., exact {exact_err:.0e}; "
-            f"trained {wins[dac_name]}/{N_PL}",
+results.add("Thm C.1(1): 1 DAC unit = PL_k",
+            f"k={K}: {n_params[dac_name]} p., exact {exact_err:.0e}; trained {wins[dac_name]}/{N_PL}",
             n_params[dac_name] == 2 * K and exact_err < 1e-5 and wins[dac_name] > 0)
-results.add("Thm C.1(2): 1-layer standard cannot",
-            f"min err {min(pl_errors[one_name]):.2f}", wins[one_name] == 0)
-results.add("Thm C.1(3): 2-layer standard needs 3k+1",
-            f"{n_params[two_name]} p.: exact {two_exact_err:.0e}; "
+results.add("Thm C.1(2): 1 layer cannot", f"min err {min(pl_errors[one_name]):.2f}", wins[one_name] == 0)
+results.add("Thm C.1(3): 2 layers need 3k+1", f"{n_params[two_name]} p.: exact {two_exact_err:.0e}; "
             f"{n_params[small_name]} p.: {wins[small_name]}/{N_PL}",
             n_params[two_name] == 3 * K + 1 and two_exact_err < 1e-5 and wins[small_name] == 0)
 
@@ -351,8 +343,7 @@ report = tu.gradcheck(tiny, [tu.tensor(xs, dtype="float64")], module=tiny)
 worst = max(r.max_rel for r in report.rows)
 print(f"eq. (7) by hand vs backward: max gap {hand_gap:.1e}; gradcheck max rel err {worst:.1e}\n"
       f"DAC mask phi'(b_ij + x_j), rows i, columns j:\n{mask}")
-results.add("eq. (7) by hand = backward = numerical",
-            f"{hand_gap:.0e} / {worst:.0e}", hand_gap < 1e-12 and report.ok)
+results.add("eq. (7) = backward = numerical", f"{hand_gap:.0e} / {worst:.0e}", hand_gap < 1e-12 and report.ok)
 
 shared_b = np.array([0.5, -0.6, -0.6])  # a standard layer's shared biases, for comparison
 shared_mask = np.repeat(((shared_b + xs[0]) > 0)[None].astype(float), 2, axis=0)
@@ -412,9 +403,9 @@ gain_b = [math.log(reg[w, "DAC w"][0]) - math.log(reg[w, "base w"][0]) for w in 
 figure(plots.regression(WIDTHS, reg, gain_w, gain_b), "regression.png")
 w_top = WIDTHS[-1]
 dac_mse, base_mse = reg[w_top, "DAC w/sqrt2"][0], reg[w_top, "base w"][0]
-results.add("matched params, widest w: DAC vs base MSE",
-            f"w={w_top}: {dac_mse:.4f} vs {base_mse:.4f}", dac_mse < base_mse)
-results.add("x2 params, widest w: biases vs weights",
+results.add("Fig 3, same params: DAC vs base", f"w={w_top}: {dac_mse:.4f} vs {base_mse:.4f}",
+            dac_mse < base_mse)
+results.add("Fig 4, x2 params: biases vs weights",
             f"w={w_top}: {gain_b[-1]:+.2f} vs {gain_w[-1]:+.2f} nats", gain_b[-1] < gain_w[-1])
 
 # %% [markdown]
@@ -471,8 +462,7 @@ def network_costs(stages, per_stage, hw, in_ch):
 
 paper_p, paper_f, ours_f = network_costs((16, 32, 64), (7, 6, 6), 32, 3)  # the paper's 20/16 on CIFAR
 print(plots.costs_text("VGG 20/16 on 32x32x3", paper_p, paper_f, ours_f))
-results.add("VGG 20/16: DAC extra params / FLOPs",
-            f"+{100 * (paper_p - 1):.1f} % / +{100 * (paper_f - 1):.1f} %",
+results.add("VGG 20/16: DAC +params / +FLOPs", f"+{100 * (paper_p - 1):.1f} % / +{100 * (paper_f - 1):.1f} %",
             abs(paper_p - 1.11) < 0.015 and abs(paper_f - 1.055) < 0.005)
 
 # %% [markdown]
@@ -496,13 +486,11 @@ print(plots.costs_text(f"our net {CONV['stages']} x {CONV['per_stage']} on {HW}x
 conv = dict(zip(("baseline", "DAC"), grid("dac-vgg", trials.vgg_trial,
                                           [dict(CONV, dac=dac, seed=0) for dac in (False, True)])))
 for name, run in conv.items():
-    print(f"{name:<9}{run['n_params']:>7} params  best val epoch {run['best_epoch'] + 1}  "
-          f"test error {run['test_error']:.2f} %")
-figure(plot.learning_curves({n: r["history"] for n, r in conv.items()}, out("fashion_mnist_curves.png")))
+    print(f"{name:<9}{run['n_params']:>7} params  best val epoch {run['best_epoch'] + 1}")
 base_err, dac_err = conv["baseline"]["test_error"], conv["DAC"]["test_error"]
 gap = base_err - dac_err
-results.add("VGG test error: base - DAC (F-MNIST)",
-            f"{base_err:.2f} - {dac_err:.2f} = {gap:+.2f} %", gap > 0)
+results.add("VGG test error: base - DAC (F-MNIST)", f"{base_err:.2f} - {dac_err:.2f} = {gap:+.2f} %", gap > 0)
+figure(plot.learning_curves({n: r["history"] for n, r in conv.items()}, out("fashion_mnist_curves.png")))
 
 # %% [markdown]
 # ## Paper vs ours
