@@ -268,7 +268,8 @@ results.add("Prop. 1: HanNet G_L orthogonal", f"max|G^T G - I| = {han_orthogonal
 # magnitude faster than ABS's, as the paper finds, and the HanNet's C-matrix barely
 # moves while its G-matrix is orthogonal to rounding error at every depth
 # (Proposition 1). On the left, look for the paper's two-orders gap between C and
-# G for ReLU; the table's "Fig. 6 left" row says whether this run's draws show it.
+# G for ReLU; the "Fig. 6 left" line printed above says whether this run's draws
+# show it.
 # The gap depends on the pair (x, xbar) and on the draw (the paper shows one); we
 # report the median over several.
 #

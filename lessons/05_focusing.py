@@ -315,7 +315,7 @@ for kind in fashion:  # the paper's claim is about its two trained focused nets
     claim = best[kind] > best["Dense"] if kind in ("Focus-s", "Focus-c") else None
     results.add(f"Fashion {kind}: best test acc", f"{best[kind]:.2f} %", claim)
 rising = [kind for kind, runs in fashion.items() if runs[0][-1] >= max(runs[0])]
-print(f"best test accuracy at the last of {fm_epochs} epochs: {', '.join(rising) or 'none'}")
+print(f"nets at their best in the last of {fm_epochs} epochs: {', '.join(rising) or 'none'}")
 sigma_mean = float(first["Focus-s"]["sigma"].mean())  # both focusing layers, all neurons
 results.add("Fig. 7a: Focus-s sigma, mean after training", f"0.025 -> {sigma_mean:.3f} (Fashion)", None)
 
@@ -412,8 +412,8 @@ results.add("training step time, focus / dense", f"{ratio:.2f}x (CPU, batch {tim
 #   fewer epochs than the paper's 5 repeats of 200 epochs at H = 800. The paper
 #   notes that the dense net learns faster and that the focused nets win later,
 #   by overfitting less; a run whose nets are still improving at their last epoch
-#   (section 4 prints which nets had their best epoch last) shows only the first
-#   half of that story. Run --full for the paper's setting.
+#   (section 4 prints which nets were at their best in the last one) shows only
+#   the first half of that story. Run --full for the paper's setting.
 # - Sparsity: out-of-focus pruning is compared with the focused net's own
 #   accuracy and with the dense net's; the second can fail only because a
 #   short-trained focused net starts below the dense one.

@@ -61,8 +61,9 @@ _ONE_DRAW = ("one random draw of each net, as the paper's Figure 1 shows one: a 
 _FEW_SAMPLES = ("{v3[1]} parameter samples per depth where the paper draws 3000, on a "
                 "{v3[0]} x {v3[0]} grid: a geometric mean over few samples misses rare "
                 "collapses (one collapsed sample makes it 0)")
-_ONE_RUN = ("one seed at one learning rate per net where the paper reports the best of a "
-            "learning-rate sweep; --full's rows over seeds 0-9 give the spread")
+_ONE_RUN = ("one run from seed 0 at the learning rates {board[1]} (HanNet) and {board[2]} "
+            "(FCNet), where the paper reports the best of its learning-rate sweep; --full's rows "
+            "over seeds 0-9 give the spread")
 _MIXER = ("a 32-channel patch model on Fashion-MNIST, {mixer[2]} epochs on {mixer[0]} images, not "
           "the paper's CIFAR, STL-10 and ImageNet-32 with a convolutional stem; the paper notes "
           "that Han-Mixers alone cannot always bring enough parameters")
@@ -92,8 +93,8 @@ PAPER = {
     **{f"Fig. 4 over seeds 0-9: {net} best of the lrs, median": (
         paper, "the median over seeds of each seed's best, where the paper reports one sweep")
        for net, paper in (("hannet", "99.5 %"), ("fcnet", "85.2 %"))},
-    **{f"Table 7: {kind}": (paper, "width {ablation[0]}, {ablation[1]} steps (the paper: width 100, "
-                            "40,000 steps, the best of a learning-rate sweep)")
+    **{f"Table 7: {kind}": (paper, "one seed at width {ablation[0]}, {ablation[1]} steps (the "
+                            "paper: width 100, 40,000 steps, the best of a learning-rate sweep)")
        for kind, paper in (("H+ABS", "99.2%"), ("H+ReLU", "66.2%"), ("FC+ABS", "85.3%"))},
     "D.3: 10 % flipped, FCNet / HanNet": (
         "86.5 % / 95.2 %", "one seed, at the learning rates of the clean runs"),
