@@ -139,7 +139,7 @@ def test_results_add_of_an_unknown_claim_names_the_callable_and_the_claim():
         _lesson.Results(claims={"fit": ("0.9", "")}).add("nope", "1", True)
 
 
-@pytest.mark.parametrize("unit", ["dac", "two_argument", "tmaf"])
+@pytest.mark.parametrize("unit", ["dac", "two_argument", "tmaf", "hannet", "focusing"])
 def test_every_claims_reason_fills_from_its_lessons_sizes_in_every_mode(unit):
     import importlib
     trials = importlib.import_module(f"lessons.trials.{unit}")
