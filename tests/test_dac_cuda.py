@@ -29,6 +29,7 @@ from tinyunits import backend, nn
 from tinyunits.units import dac_cuda
 from tinyunits.units.dac import ACTIVATIONS, DACConv2dFn, DACLinearFn
 from cuda_emulator import GXX, Emulator, kernel_signatures
+from test_dac import host, off_kink
 
 NVCC = shutil.which("nvcc")
 KERNELS = sorted(kernel_signatures(dac_cuda.SOURCE))
@@ -45,10 +46,6 @@ DENSE = [(16, 16, 16), (37, 45, 21), (1, 1, 1), (33, 17, 3)]
 # (batch, n_in, H, W, n_out, k, stride, padding)
 CONV = [(2, 3, 7, 6, 5, 3, 1, 1), (3, 2, 9, 8, 17, 3, 2, 0), (1, 1, 5, 5, 1, 2, 1, 0),
         (2, 4, 6, 7, 3, 3, 2, 2), (2, 2, 4, 5, 2, 5, 1, 2)]
-
-
-def host(a):
-    return backend.to_host(a.data if isinstance(a, tu.Tensor) else a)
 
 
 def dense_case(rng, batch, n_in, n_out):
@@ -165,11 +162,6 @@ def test_emulated_float32_kernels_match_numpy(emulator, monkeypatch, rng, activa
     conv = emulated_vs_numpy(emulator, monkeypatch, lambda: DACConv2dFn(stride, padding, activation),
                              conv_case(rng, *CONV[1]), "float32")
     assert max(dense + conv) < TOLERANCE["float32"], (dense, conv)
-
-
-def off_kink(rng, *shape):
-    """Odd multiples of 0.1 (+- 0.02): with biases on multiples of 0.2, B + x stays off relu's kink."""
-    return 0.1 * (2 * rng.integers(-5, 5, size=shape) + 1) + rng.uniform(-0.02, 0.02, size=shape)
 
 
 @needs_gxx

@@ -55,6 +55,17 @@ def swept_twice(fn, settings, store):
     return first[0], second[0], len(calls)
 
 
+def check_through_sweep(fn, settings, tmp_path):
+    """fn(settings) directly, then through a sweep twice: the same result each time, one
+    computation in the sweep (the second run reads the store). -> the direct result."""
+    direct = fn(dict(settings))
+    first, second, calls = swept_twice(fn, settings, str(tmp_path / "s.sqlite"))
+    assert calls == 1, f"{fn.__name__}: {calls} calls for one trial over two runs"
+    assert_same(direct, first, f"{fn.__name__}, computed by the sweep")
+    assert_same(direct, second, f"{fn.__name__}, read from the store")
+    return direct
+
+
 def through_sweep(tmp_path, fn, settings):
     """fn(settings) computed by a sweep and read back from its store."""
     return sweep.run("t", fn, [settings], store=str(tmp_path / "s.sqlite"))[0]
@@ -168,12 +179,7 @@ DAC_TINY = {  # one tiny trial of each trial function of lessons/trials/dac.py
 
 @pytest.mark.parametrize("name", sorted(DAC_TINY))
 def test_dac_trial_through_a_sweep_equals_the_direct_call_and_is_computed_once(name, dac, tmp_path):
-    fn, settings = getattr(dac, name), DAC_TINY[name]
-    direct = fn(settings)
-    first, again, calls = swept_twice(fn, settings, str(tmp_path / "s.sqlite"))
-    assert calls == 1, "the second run computed a finished trial again"
-    assert_same(direct, first, "computed by the sweep")
-    assert_same(direct, again, "read from the store")
+    check_through_sweep(getattr(dac, name), DAC_TINY[name], tmp_path)
 
 
 def test_dac_every_trial_function_has_a_tiny_test(dac):
@@ -199,12 +205,7 @@ def two_argument_settings(n_args):
 def test_two_argument_session_trial_through_sweep_is_the_direct_call(n_args, tmp_path):
     from lessons.trials import two_argument
     settings = two_argument_settings(n_args)
-    direct = two_argument.session_trial(settings)
-    first, again, calls = swept_twice(two_argument.session_trial, settings,
-                                      str(tmp_path / "s.sqlite"))
-    assert calls == 1
-    assert_same(direct, first, "computed by the sweep")
-    assert_same(direct, again, "read from the store")
+    direct = check_through_sweep(two_argument.session_trial, settings, tmp_path)
     expected = {"test2", "test3", "curve2", "curve3", "pgd"}
     expected |= {"r2", "session1", "unchanged"} if n_args else set()
     expected |= {"frames", "pretrained", "inner", "inputs"} if n_args == 2 else set()
@@ -220,23 +221,14 @@ def tmaf_trials():
     return tmaf
 
 
-def _tmaf_check(fn, settings, tmp_path):
-    direct = fn(dict(settings))
-    first, second, calls = swept_twice(fn, settings, str(tmp_path / "s.sqlite"))
-    assert calls == 1, f"{fn.__name__}: {calls} calls for one trial over two runs"
-    assert_same(direct, first, f"{fn.__name__}, computed by the sweep")
-    assert_same(direct, second, f"{fn.__name__}, read from the store")
-    return direct
-
-
 def test_tmaf_smooth_trial_through_a_sweep_is_the_direct_call(tmaf_trials, tmp_path):
-    result = _tmaf_check(tmaf_trials.smooth_trial,
+    result = check_through_sweep(tmaf_trials.smooth_trial,
                          dict(kind="TMAF", depth=2, width=4, seed=1, n=64, epochs=1), tmp_path)
     assert 0 < result["error"] < 10
 
 
 def test_tmaf_oscillatory_trial_through_a_sweep_is_the_direct_call(tmaf_trials, tmp_path):
-    result = _tmaf_check(tmaf_trials.oscillatory_trial,
+    result = check_through_sweep(tmaf_trials.oscillatory_trial,
                          dict(kind="tri-TMAF", seed=0, n=64, epochs=1), tmp_path)
     n = len(tmaf_trials.GRID)
     assert result["prediction"].shape == (n,) and result["neurons"].shape == (n, 4)
@@ -249,7 +241,7 @@ def test_tmaf_image_trial_through_a_sweep_is_the_direct_call(tmaf_trials, tmp_pa
         tmaf_trials.images(dataset)
     except datasets.DatasetNotFoundError as e:
         pytest.skip(f"neither MNIST nor Fashion-MNIST is present: {e}")
-    result = _tmaf_check(tmaf_trials.image_trial,
+    result = check_through_sweep(tmaf_trials.image_trial,
                          dict(dataset=dataset, kind="TMAF", depth=1, width=8, seed=0,
                               n_train=64, n_test=32, epochs=2), tmp_path)
     assert len(result["test accuracy"]) == 2 and 0 <= result["accuracy"] <= 1
