@@ -30,7 +30,7 @@
 # lessons/trials/tmaf.py, read in one line per section.
 
 # %%
-from _lesson import TEST_KEYS, Results, figure, grid, host, out, setup, table  # checkout, threads
+from _lesson import TEST_KEYS, Results, figure, grid, host, out, setup  # checkout, threads
 
 import numpy as np  # host-side data, tables and plots
 
@@ -65,8 +65,8 @@ xv = host(x)[0]
 D = np.diag((xv > 0).astype(np.float32))
 relu_x = host(ops.relu(x))[0] + 0.0  # + 0.0 prints -0.0 as 0.0
 tmaf_x = host(nn.TMAF(6, [0.0], init="relu")(x))[0] + 0.0
-print(table([("x", *xv), ("diag D(x)", *np.diag(D)), ("D(x) x", *D @ xv),
-             ("ops.relu", *relu_x), ("TMAF(relu)", *tmaf_x)]))
+print(plots.table([("x", *xv), ("diag D(x)", *np.diag(D)), ("D(x) x", *D @ xv),
+                   ("ops.relu", *relu_x), ("TMAF(relu)", *tmaf_x)]))
 same = bool((D @ xv == relu_x).all() and (tmaf_x == relu_x).all())
 results.add("ReLU = D(x) x = 0/1-level TMAF", "equal" if same else "differ", same)
 

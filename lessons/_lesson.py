@@ -136,14 +136,6 @@ def out(name: str) -> str:
     return os.path.join(OUT, name)
 
 
-def table(rows) -> str:
-    """Rows of cells (all of one length) as aligned text: first column left, the rest right."""
-    cells = [[str(c) for c in row] for row in rows]
-    widths = [max(map(len, column)) + 2 for column in zip(*cells)]
-    return "\n".join("".join(c.rjust(w) if i else c.ljust(w) for i, (c, w)
-                             in enumerate(zip(row, widths))).rstrip() for row in cells)
-
-
 def as_test(history) -> dict:
     """A History whose "val" data was the test set, with its curves named truthfully
     (plot with keys=TEST_KEYS)."""

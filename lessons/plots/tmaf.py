@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import tinyunits as tu
-from lessons._lesson import table
+from lessons.plots import table
 
 
 def _broken(x, y, jump):
