@@ -69,6 +69,10 @@ def test_a_lesson_runs_once_per_content_and_mode(tmp_path):
     script.write_text(script.read_text() + "print('changed')\n")
     site_lessons.execute_all("tiny", [script], cache=cache, log=lambda _: None)
     assert runs(tmp_path) == 3, "a changed lesson was taken from the cache"
+    (tmp_path / "trials").mkdir()
+    (tmp_path / "trials" / "unit.py").write_text("STEPS = 1\n")  # code the lesson imports
+    site_lessons.execute_all("tiny", [script], cache=cache, log=lambda _: None)
+    assert runs(tmp_path) == 4, "a lesson whose trials module changed was taken from the cache"
 
 
 def test_a_failing_lesson_stops_the_build_and_caches_nothing(tmp_path):

@@ -34,9 +34,13 @@ def lessons(folder=LESSONS):
 
 
 def key(script, mode) -> str:
-    """What a cached notebook depends on: the script, the shared _lesson.py, the mode."""
+    """What a cached notebook depends on: the script, the code beside it that lessons
+    import (_lesson.py, and the runs and figures in trials/ and plots/), the mode."""
     digest = hashlib.sha256(f"{mode}\n{SETUP_CELL}\n".encode())
-    for path in (script, pathlib.Path(script).parent / "_lesson.py"):
+    folder = pathlib.Path(script).parent
+    shared = [folder / "_lesson.py", *sorted(folder.glob("trials/*.py")),
+              *sorted(folder.glob("plots/*.py"))]
+    for path in (pathlib.Path(script), *shared):
         if path.exists():
             digest.update(path.read_bytes())
     return digest.hexdigest()
