@@ -391,7 +391,7 @@ results.add("Fig. 4: FCNet test accuracy", f"{fc_run['test_acc']:.1%} (lr {fc_ru
 # sweep. Other modes print what the repository's store holds.
 
 # %%
-swept = paper_sweep(board_trials, args)
+swept = paper_sweep(board_trials)
 if swept:
     settings, outcomes = swept
     best = {}

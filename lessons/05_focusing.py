@@ -246,7 +246,7 @@ results.add("apertures widened (sigma > 0.08)", f"{wider}/{n_foci}", wider > n_f
 # accuracy. --full runs the paper's 750 draws through tinyunits.sweep (keep the
 # results in lessons/results/sweeps.sqlite; `--workers 2` runs two at a time).
 n_draws, trial_epochs = S["trials"]
-swept = paper_sweep(focus_trials, args)  # other modes: prints what the store holds
+swept = paper_sweep(focus_trials)  # other modes: prints what the store holds
 if swept:
     settings, outcomes = swept
 else:

@@ -79,7 +79,7 @@ def grid(name: str, fn, trials: list) -> list:
     return results
 
 
-def paper_sweep(module, args):
+def paper_sweep(module):
     """A trial module's paper grid (lessons/trials/). In --full: run it through
     tinyunits.sweep (finished trials are read from STORE, never recomputed), print
     its table, return (settings, results). In other modes: print the table of what
@@ -92,7 +92,7 @@ def paper_sweep(module, args):
         return None
     settings = module.paper_trials()
     outcomes = sweep.run(module.SWEEP, module.TRIAL, settings, store=STORE,
-                         workers=args.workers, scheduler=args.scheduler)
+                         workers=ARGS.workers, scheduler=ARGS.scheduler)
     print(module.table(STORE))
     return settings, outcomes
 
