@@ -72,6 +72,13 @@ def one_of(where, name, value, choices):
     return value
 
 
+def callables(where, **named):
+    """Each named value is callable, or None (an optional function left out)."""
+    for name, value in named.items():
+        if value is not None and not callable(value):
+            fail(where, name, "callable", value, TypeError)
+
+
 def unknown_keywords(where, given, allowed):
     """TypeError naming the first keyword that is not in `allowed` (a typo like momentun)."""
     for key in given:

@@ -102,16 +102,10 @@ def _batches(n, batch_size, rng, shuffle):
 
 def evaluate(model, X, y, loss_fn=None, metric=accuracy, batch_size=1024):
     """(mean loss or None, mean metric or None) over (X, y), in eval mode, without a graph."""
-    _check_callables("evaluate", model=model, loss_fn=loss_fn, metric=metric)
+    check.callables("evaluate", model=model, loss_fn=loss_fn, metric=metric)
     check.integer("evaluate", "batch_size", batch_size)
     return _evaluate(model, *_check_data("evaluate", "data", (X, y)), loss_fn, metric,
                      batch_size)
-
-
-def _check_callables(where, **named):
-    for name, value in named.items():
-        if value is not None and not callable(value):
-            check.fail(where, name, "callable", value, TypeError)
 
 
 def _evaluate(model, X, y, high, loss_fn, metric, batch_size):
@@ -146,9 +140,9 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     after_step(model) runs after every optimiser step (e.g. FocusingLinear.constrain).
     The best epoch is the lowest val loss, or the highest val metric when one is given.
     """
-    _check_callables("fit", model=model, loss_fn=loss_fn, metric=metric, after_step=after_step)
-    if loss_fn is None:
-        check.fail("fit", "loss_fn", "callable", None, TypeError)
+    check.callables("fit", model=model, metric=metric, after_step=after_step)
+    if not callable(loss_fn):
+        check.fail("fit", "loss_fn", "callable", loss_fn, TypeError)
     for name, obj in (("optimizer", optimizer), ("scheduler", scheduler)):
         if (obj is not None or name == "optimizer") and not callable(getattr(obj, "step", None)):
             check.fail("fit", name, "an object with a step() method", obj, TypeError)
