@@ -55,11 +55,16 @@ grade: install
 	$(PY) -m tinyunits.course grade $(DIR)
 
 # The course site in site/: lessons executed (SITE_MODE=quick by default, tiny in
-# seconds, full), cached in build/site-cache; KaTeX comes from npm, once.
+# seconds, full), cached in build/site-cache; KaTeX comes from npm, once. It shows no
+# solution; a teacher's site with the solutions: `make site SITE_SOLUTIONS=1`, into
+# site-solutions/ (docs/teaching.md).
 SITE_MODE ?= quick
+SITE_SOLUTIONS ?= 0
+SITE_DIR := $(if $(filter-out 0,$(SITE_SOLUTIONS)),site-solutions,site)
 site: install
-	SITE_MODE=$(SITE_MODE) NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build
+	SITE_MODE=$(SITE_MODE) SITE_SOLUTIONS=$(SITE_SOLUTIONS) NO_MKDOCS_2_WARNING=1 \
+		$(PY) -m mkdocs build --site-dir $(SITE_DIR)
 
 clean:
-	rm -rf $(VENV) figures notebooks checkpoints build site *.egg-info
+	rm -rf $(VENV) figures notebooks checkpoints build site site-solutions *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

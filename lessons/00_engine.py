@@ -6,15 +6,20 @@
 # gradients of the inputs. This lesson builds that machinery step by step
 # (as DeZero's steps and micrograd do), then checks it and trains with it:
 #
-# 1. a Function with a forward and a backward: multiplication;
+# 1. a Function with a forward and a backward: squaring; then multiplication,
+#    whose backward is yours to write;
 # 2. calls make a graph; walking it newest-first is the chain rule;
 # 3. a value used twice (`d * d`) gets the *sum* of its gradients;
-# 4. broadcasting in the forward pass is a sum in the backward pass (`sum_to`);
+# 4. broadcasting in the forward pass is a sum in the backward pass (`sum_to`,
+#    yours to write too);
 # 5. the numerical check: gradcheck catches a wrong backward;
 # 6. a small network learns two spirals that no line can split.
 #
 # Run it as a script (`python lessons/00_engine.py [--tiny|--quick|--full]`) or as
-# the notebook `notebooks/00_engine.ipynb` (`make notebooks`).
+# the notebook `notebooks/00_engine.ipynb` (`make notebooks`). In a student copy
+# (`python -m tinyunits.course student DIR`) the engine's exercises are stubs: the
+# lesson stops at the first one it needs, with a NotImplementedError that names it,
+# and runs on once you have written it.
 
 # %%
 from _lesson import TEST_KEYS, Results, as_test, figure, host, out, setup
@@ -24,7 +29,8 @@ import numpy as np
 import datasets
 import tinyunits as tu
 from tinyunits import nn, optim, plot
-from tinyunits.tensor import sum_to as engine_sum_to
+from tinyunits.ops.arithmetic import Mul
+from tinyunits.tensor import sum_to
 from tinyunits.train import accuracy, evaluate, fit
 
 args, SIZE = setup("00_engine", "Lesson 0: the engine", full="more data and epochs")
@@ -37,22 +43,43 @@ results = Results("expected", "holds")
 # A Function computes its output from arrays in `forward` and keeps what it will
 # need later. Its `backward` receives g = dL/dy, the gradient of some final loss L
 # with respect to its output, and returns one gradient per input by the chain
-# rule. For y = a b: dL/da = g b and dL/db = g a.
+# rule, as a tuple. For y = x^2, dy/dx = 2x, so dL/dx = 2 x g.
 
 # %%
-class Mul(tu.Function):
-    def forward(self, a, b):
-        self.a, self.b = a, b          # backward needs both
-        return a * b
+class Square(tu.Function):
+    def forward(self, x):
+        self.x = x                    # backward needs x
+        return x * x
 
     def backward(self, g):
-        return g * self.b, g * self.a  # dL/da = g b,  dL/db = g a
+        return (2 * self.x * g,)      # dL/dx = 2 x g: one gradient for the one input
 
 
+x = tu.tensor(3.0, requires_grad=True, dtype="float64")
+y = Square()(x)
+y.backward()  # L = y itself, so g = dL/dy = 1
+print(f"y = x^2 = {y.item()} at x = {x.item()}: dL/dx = {x.grad.item()}")
+results.append(("Square's backward at x = 3", "6", x.grad.item(), x.grad.item() == 6.0))
+
+# %% [markdown]
+# **Your turn: multiplication (exercise `engine_mul`).** y = a b has two inputs, so
+# its backward returns two gradients, dL/da and dL/db, each by the chain rule as
+# for Square. The engine's `Mul` (tinyunits/ops/arithmetic.py) keeps a and b in its
+# forward; its backward is yours: in a student copy it raises NotImplementedError
+# until you write it there. Every `*` between tensors runs it, and so does the rest
+# of this lesson, starting with the cell below (a = 2, b = -3, g = 1). Grade it
+# with `python -m tinyunits.course grade --only engine_mul`.
+
+# %%
 a = tu.tensor(2.0, requires_grad=True, dtype="float64")
 b = tu.tensor(-3.0, requires_grad=True, dtype="float64")
-e = Mul()(a, b)
+mul = Mul()
+e = mul(a, b)
 print(f"e = a*b = {e.item()}, made by {type(e.creator).__name__} from a and b: {e.creator.inputs}")
+da, db = (grad.item() for grad in mul.backward(e.data ** 0))  # g = 1, on e's device
+print(f"Mul's backward: dL/da = {da}, dL/db = {db}")
+results.append(("Mul's backward at a = 2, b = -3", "-3 and 2", f"{da:g} and {db:g}",
+                (da, db) == (-3.0, 2.0)))
 
 # %% [markdown]
 # Calling a Function on tensors does two things: it runs `forward` on their
@@ -110,8 +137,8 @@ results.append(("our walk gives the engine's gradients", True, same, same))
 # ## 3. A value used twice: gradients add
 #
 # `d * d` uses d twice, so two paths lead from the product back to d. Mul's
-# backward returns one gradient per input, g d for the first and g d for the
-# second, and both inputs are d: the walk must add them, giving 2d. A walk that
+# backward returns one gradient per input, and both inputs are d: the walk must
+# add the two, and the sum must be Square's 2 d g, since d * d is d^2. A walk that
 # overwrote instead (`grads[id(x)] = gx`) would keep one path and give d.
 
 # %%
@@ -129,20 +156,27 @@ results.append(("d*d: the two paths add up to 2d", 2 * d.item(), total, total ==
 # every row. Each copy passes its gradient back, so the bias receives the *sum*
 # over the rows. A Function's backward may return its gradient in the broadcast
 # shape; the walk then sums it down to the input's shape, in one place for every
-# op. That is `sum_to`:
+# op: `sum_to(g, shape)` in tinyunits/tensor.py.
+#
+# **Your turn: `sum_to` (exercise `engine_sum_to`).** Broadcasting does two things
+# that sum_to must undo: it puts axes in front ((3,) becomes (4, 3)), and it
+# stretches axes of length 1 ((4, 1) becomes (4, 3)). Write it in
+# tinyunits/tensor.py and grade it with
+# `python -m tinyunits.course grade --only engine_sum_to`; the cell below checks it
+# on three shapes against the sums written out by hand.
 
 # %%
-def sum_to(g, shape):
-    lead = g.ndim - len(shape)                     # axes broadcasting added in front
-    g = g.sum(axis=tuple(range(lead)))
-    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
-    return g.sum(axis=stretched, keepdims=True)    # axes stretched from length 1
-
-
 g = np.arange(12.0).reshape(4, 3)
-for shape in ((3,), (4, 1)):
-    print(f"sum_to((4, 3) -> {shape}): ours {sum_to(g, shape).ravel()}, "
-          f"engine {host(engine_sum_to(g, shape)).ravel()}")
+by_hand = {(3,): g[0] + g[1] + g[2] + g[3],                         # the rows, added
+           (4, 1): g[:, [0]] + g[:, [1]] + g[:, [2]],               # the columns, added
+           (1, 3): g[[0]] + g[[1]] + g[[2]] + g[[3]]}               # the rows, kept 2-D
+agree = []
+for shape, expected in by_hand.items():
+    ours = host(sum_to(g, shape))
+    print(f"sum_to((4, 3) -> {shape}): {ours.tolist()}, by hand {expected.tolist()}")
+    agree.append(ours.shape == shape and np.array_equal(ours, expected))
+results.append(("sum_to on (3,), (4, 1), (1, 3)", "the sums by hand", f"{sum(agree)} of 3 agree",
+                all(agree)))
 
 xb = tu.tensor(np.ones((4, 3)), requires_grad=True)
 bias = tu.tensor(np.zeros(3), requires_grad=True)
@@ -156,28 +190,31 @@ results.append(("bias gradient sums over the 4 rows", "[4. 4. 4.]", grad, bool((
 # A derivative is a limit of difference quotients. The central difference
 # (f(x + h) - f(x - h)) / 2h has error O(h^2), so in float64 it agrees with a
 # correct backward to about 1e-10. `tu.gradcheck` perturbs every element of every
-# input this way and compares. We plant a mistake, a backward that returns g b
-# for *both* inputs, and let the check find it.
+# input this way and compares. We plant a mistake, a Square whose backward forgot
+# the factor 2, and let the check find it; then it checks your Mul.
 
 # %%
-class WrongMul(Mul):
+class WrongSquare(Square):
     def backward(self, g):
-        return g * self.b, g * self.b  # wrong: dL/db should be g a
+        return (self.x * g,)          # wrong: dL/dx is 2 x g
 
 
 a0 = np.random.default_rng(0).normal(size=(4, 3))
 b0 = np.random.default_rng(1).normal(size=(4, 3))
-right = tu.gradcheck(lambda a, b: Mul()(a, b), [a0, b0])
-wrong = tu.gradcheck(lambda a, b: WrongMul()(a, b), [a0, b0])
-print("Mul:\n", right, "\nWrongMul:\n", wrong, sep="")
-results.append(("gradcheck passes Mul", True, right.ok, right.ok))
-results.append(("gradcheck passes the planted WrongMul", False, wrong.ok, not wrong.ok))
+right = tu.gradcheck(lambda x: Square()(x), [a0])
+wrong = tu.gradcheck(lambda x: WrongSquare()(x), [a0])
+yours = tu.gradcheck(lambda a, b: Mul()(a, b), [a0, b0])
+print("Square:\n", right, "\nWrongSquare:\n", wrong, "\nMul:\n", yours, sep="")
+results.append(("gradcheck passes Square", True, right.ok, right.ok))
+results.append(("gradcheck passes the planted WrongSquare", False, wrong.ok, not wrong.ok))
+results.append(("gradcheck passes Mul", True, yours.ok, yours.ok))
 
 # %% [markdown]
-# **Your turn.** The exercises `engine_mul`, `engine_div`, `engine_sigmoid`,
-# `engine_sum_to`, `engine_matmul` and `engine_softmax_ce` ask you to write these
-# backwards yourself. Make a student copy with
-# `python -m tinyunits.course student DIR`, fill in the stubs, and grade one with
+# **Your turn, again.** Besides `engine_mul` and `engine_sum_to`, the exercises
+# `engine_div`, `engine_sigmoid`, `engine_matmul` and `engine_softmax_ce` ask you to
+# write the backwards of division, the sigmoid, the (batched) matrix product and
+# softmax cross-entropy. The network below needs the last: in a student copy the
+# lesson stops there until you have written it. Grade one with
 # `python -m tinyunits.course grade DIR --only engine_div` (gradcheck is the grader).
 #
 # ## 6. Two spirals: no line splits them, a small network does

@@ -298,9 +298,9 @@ results.add("Prop. 3: probabilities (eq. 17)", f"simulation within {worst:.1f} s
 tu.set_default_dtype("float32")
 
 # %% [markdown]
-# **Your turn.** The Han-layer's backward is short (tinyunits/units/han.py has it
-# line by line): with g = dL/dy and g_z = g * sign(z), dL/dx = H g_z, because H is
-# symmetric, and dL/du follows from z = x - 2 (x . u_hat) u_hat + b through the
+# **Your turn.** The Han-layer's backward is short (a few lines of
+# tinyunits/units/han.py): with g = dL/dy and g_z = g * sign(z), dL/dx = H g_z, because
+# H is symmetric, and dL/du follows from z = x - 2 (x . u_hat) u_hat + b through the
 # normalisation u_hat = u / ||u||. The exercises `han_dx` and `han_du` ask you to
 # write these two; grade them with `python -m tinyunits.course grade --only han_dx han_du`.
 #

@@ -12,7 +12,9 @@ Three checks, each skipped cleanly where its tool is missing:
 - CuPy (TINYUNITS_BACKEND=cupy, on a GPU): the Functions take the kernel path, match
   the NumPy path, and pass a float64 gradcheck.
 The emulation and nvcc checks do not depend on the backend: they run once per
-`make test`, in its NumPy pass.
+`make test`, in its NumPy pass. A student copy has no dac_cuda.cu (it is DAC's whole
+backward): there every check of the kernels skips, and the one that remains is
+that DAC then runs its NumPy code on GPU arrays, launching nothing.
 """
 import contextlib
 import os
@@ -32,7 +34,7 @@ from cuda_emulator import GXX, Emulator, kernel_signatures
 from test_dac import host, off_kink
 
 NVCC = shutil.which("nvcc")
-KERNELS = sorted(kernel_signatures(dac_cuda.SOURCE))
+KERNELS = sorted(kernel_signatures(dac_cuda.SOURCE or ""))
 ON_NUMPY = backend.get_backend() == "numpy"  # nvcc and the emulation run in that pass only
 needs_nvcc = pytest.mark.skipif(NVCC is None or not ON_NUMPY,
                                 reason="needs nvcc; runs on the NumPy backend")
@@ -86,18 +88,26 @@ def on_backend(name):
         backend.set_backend(old)
 
 
+@pytest.fixture
+def kernels():
+    """dac_cuda.cu's text; the test skips where there is none (a student copy)."""
+    if not dac_cuda.available():
+        pytest.skip("dac_cuda.cu is the teacher's: a student copy leaves the kernels out")
+    return dac_cuda.SOURCE
+
+
 # --------------------------------------------------------------------------- nvcc
 @needs_nvcc
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("activation", sorted(ACTIVATIONS))
-def test_nvcc_compiles_every_kernel(tmp_path, dtype, activation):
+def test_nvcc_compiles_every_kernel(tmp_path, kernels, dtype, activation):
     source, cubin = tmp_path / "dac_cuda.cu", tmp_path / "dac_cuda.cubin"
-    source.write_text(dac_cuda.SOURCE)
+    source.write_text(kernels)
     build = subprocess.run([NVCC, "-cubin", "-arch=sm_90", "-std=c++11", "--Werror", "all-warnings",
                             "-Xptxas", "--warn-on-spills", *dac_cuda.options(dtype, activation),
                             str(source), "-o", str(cubin)], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
-    assert len(KERNELS) == 6
+    assert KERNELS == sorted(dac_cuda.KERNELS)
     for name in KERNELS:
         assert name.encode() in cubin.read_bytes(), f"{name} missing from the cubin"
 
@@ -105,6 +115,8 @@ def test_nvcc_compiles_every_kernel(tmp_path, dtype, activation):
 # --------------------------------------------------------------------------- the CPU emulation
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
+    if not dac_cuda.available():
+        pytest.skip("dac_cuda.cu is the teacher's: a student copy leaves the kernels out")
     return Emulator(dac_cuda.SOURCE, tmp_path_factory.mktemp("cuda-emulator"))
 
 
@@ -214,9 +226,10 @@ PLANTED = [
 
 @needs_gxx
 @pytest.mark.parametrize("kernel,correct,planted", PLANTED, ids=[p[0] for p in PLANTED])
-def test_emulation_catches_a_planted_off_by_one(tmp_path, monkeypatch, rng, kernel, correct, planted):
-    assert dac_cuda.SOURCE.count(correct) == 1, "the line to plant the bug in has changed"
-    mutant = Emulator(dac_cuda.SOURCE.replace(correct, planted), tmp_path)
+def test_emulation_catches_a_planted_off_by_one(tmp_path, monkeypatch, rng, kernels, kernel,
+                                                correct, planted):
+    assert kernels.count(correct) == 1, "the line to plant the bug in has changed"
+    mutant = Emulator(kernels.replace(correct, planted), tmp_path)
     if kernel.startswith("dac_linear"):
         make_fn, arrays = (lambda: DACLinearFn("tanh")), dense_case(rng, *DENSE[1])
     else:
@@ -274,7 +287,7 @@ def sanitized_run(workdir, sanitizer, planted):
 @needs_gxx
 @pytest.mark.parametrize("sanitizer,planted", [("address", "clean"), ("address", "planted"),
                                                ("thread", "clean")])
-def test_emulated_kernels_under_a_sanitizer(tmp_path, sanitizer, planted):
+def test_emulated_kernels_under_a_sanitizer(tmp_path, kernels, sanitizer, planted):
     runtime, variable, options = SANITIZERS[sanitizer]
     if runtime is None:
         pytest.skip(f"needs g++'s {sanitizer} sanitizer")
@@ -314,7 +327,7 @@ def test_host_arrays_take_the_numpy_path(rng):
     assert not fn.fused
 
 
-def test_kernels_stop_at_two_to_the_31_elements(monkeypatch):
+def test_kernels_stop_at_two_to_the_31_elements(monkeypatch, kernels):
     monkeypatch.setattr(backend, "on_gpu", lambda a: True)
     x = np.zeros((4, 3), np.float32)
     assert dac_cuda.handles(x, x, x, out_shape=(2 ** 16, 2 ** 15 - 1))
@@ -322,11 +335,34 @@ def test_kernels_stop_at_two_to_the_31_elements(monkeypatch):
     assert not dac_cuda.handles(x.astype(np.float16), x, x, out_shape=(4, 4))
 
 
+@pytest.mark.parametrize("missing", ["the file", "one kernel"])
+def test_without_the_kernels_dac_runs_its_numpy_code_on_gpu_arrays(monkeypatch, rng, missing):
+    # a student copy has no dac_cuda.cu: GPU arrays must take dac.py's NumPy path (the
+    # student's backward), launching nothing, and give its numbers
+    source = None if missing == "the file" else (dac_cuda.SOURCE or "").replace(
+        " void dac_conv_backward_x(", " void dac_conv_backward_x_removed(")
+
+    def launch(name, *args):
+        raise AssertionError(f"{name} launched without the kernels' source")
+
+    for make_fn, arrays in [(lambda: DACLinearFn("tanh"), dense_case(rng, *DENSE[1])),
+                            (lambda: DACConv2dFn(*CONV[1][-2:], "tanh"), conv_case(rng, *CONV[1]))]:
+        with on_backend("numpy"):
+            reference, _ = run(make_fn, arrays)
+        with emulated_gpu(launch, monkeypatch):
+            monkeypatch.setattr(dac_cuda, "SOURCE", source)
+            assert backend.on_gpu(arrays[0]) and not dac_cuda.available()
+            ours, fused = run(make_fn, arrays)
+        assert not fused
+        for a, r in zip(ours, reference):
+            np.testing.assert_array_equal(a, r)
+
+
 # --------------------------------------------------------------------------- on a GPU
 @needs_gpu
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("activation", sorted(ACTIVATIONS))
-def test_gpu_kernels_match_numpy(rng, activation, dtype):
+def test_gpu_kernels_match_numpy(rng, kernels, activation, dtype):
     for make_fn, arrays in [(lambda: DACLinearFn(activation), dense_case(rng, 300, 257, 129)),
                             (lambda: DACConv2dFn(1, 1, activation), conv_case(rng, 8, 5, 13, 11, 7, 3, 1, 1)),
                             (lambda: DACConv2dFn(2, 0, activation), conv_case(rng, 4, 3, 12, 9, 17, 3, 2, 0))]:
@@ -340,7 +376,7 @@ def test_gpu_kernels_match_numpy(rng, activation, dtype):
 
 @needs_gpu
 @pytest.mark.parametrize("activation", sorted(ACTIVATIONS))
-def test_gpu_kernels_pass_gradcheck(rng, activation):
+def test_gpu_kernels_pass_gradcheck(rng, kernels, activation):
     dense = nn.DACLinear(18, 17, activation=activation).astype("float64")
     conv = nn.DACConv2d(2, 3, 3, stride=2, padding=1, activation=activation).astype("float64")
     for layer, x in ((dense, off_kink(rng, 19, 18)), (conv, off_kink(rng, 3, 2, 7, 6))):

@@ -107,18 +107,25 @@ def test_exercises_page_says_when_there_is_no_registry(hooks, monkeypatch):
     assert "No exercise registry" in hooks.exercises_page()
 
 
-@pytest.fixture(scope="module")
-def site():
-    """The site in tiny mode, built by mkdocs exactly as `make site` builds it."""
+@functools.cache
+def built_site():
+    """The site in tiny mode, built by mkdocs exactly as `make site` builds it (students'
+    pages, no solutions), once per session: tests/test_course_leaks.py reads it too."""
     for module in ("mkdocs", "material", "mkdocs_jupyter", "mkdocstrings"):
         pytest.importorskip(module, reason="the site needs the `site` extra: pip install -e '.[site]'")
     if shutil.which("npm") is None and not list((ROOT / "build" / "site-cache").glob("katex-*")):
         pytest.skip("the maths renderer comes from `npm pack katex`; npm is not installed")
     env = dict(os.environ, SITE_MODE="tiny", NO_MKDOCS_2_WARNING="1")
+    env.pop("SITE_SOLUTIONS", None)
     build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--site-dir", str(SITE)],
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert build.returncode == 0, build.stderr[-5000:]
     return SITE
+
+
+@pytest.fixture(scope="module")
+def site():
+    return built_site()
 
 
 class AssetRefs(html.parser.HTMLParser):

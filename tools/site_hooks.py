@@ -11,6 +11,10 @@
   site/assets/katex/: pages typeset their maths offline.
 - nbconvert's template writes a CDN MathJax <script> into every notebook page; it is
   dropped, since KaTeX typesets those pages too.
+- No solution on the pages: the API pages (mkdocstrings, which shows each object's
+  source) read the library as a student copy has it (tinyunits.course.source.strip:
+  every exercise a stub, every marked derivation a note). SITE_SOLUTIONS=1 builds
+  them from the checkout itself, solutions in, for a teacher's site.
 """
 import logging
 import os
@@ -32,6 +36,37 @@ KATEX_FILES = ("katex.min.js", "katex.min.css", "contrib/auto-render.min.js")
 NBCONVERT_MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->",
                                re.DOTALL)
 log = logging.getLogger("mkdocs.hooks.site")
+ROOT = site_lessons.ROOT
+_student_sources = None  # the TemporaryDirectory the API pages read, kept for the build
+
+
+def with_solutions() -> bool:
+    """Did the builder ask for a teacher's site (SITE_SOLUTIONS=1)?"""
+    return os.environ.get("SITE_SOLUTIONS", "0") not in ("", "0")
+
+
+def write_student_sources(dest, root=ROOT) -> pathlib.Path:
+    """Every .py file of the library, as the student copy has it, under dest/tinyunits."""
+    from tinyunits.course.source import strip
+    root, dest = pathlib.Path(root), pathlib.Path(dest)
+    for path in sorted((root / "tinyunits").rglob("*.py")):
+        rel = path.relative_to(root)
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text(strip(path.read_text(), rel.as_posix()))
+    return dest
+
+
+@event_priority(100)  # before mkdocstrings' on_config, which makes the handler
+def on_config(config):
+    global _student_sources
+    if with_solutions():
+        log.warning("site: SITE_SOLUTIONS=1: the API pages show every solution; "
+                    "not a site for students")
+        return config
+    _student_sources = tempfile.TemporaryDirectory(prefix="tinyunits-student-sources-")
+    python = config.plugins["mkdocstrings"].config.handlers.setdefault("python", {})
+    python["paths"] = [str(write_student_sources(_student_sources.name))]
+    return config
 
 
 def katex(cache=site_lessons.CACHE) -> pathlib.Path:

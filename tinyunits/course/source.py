@@ -4,6 +4,14 @@ A region is the lines between `# BEGIN SOLUTION <name>` and `# END SOLUTION
 <name>` (same indentation). The student copy keeps both marker lines, so the
 student knows where to write, and puts in between one line that raises
 NotImplementedError naming the exercise, its equation and its lesson.
+
+A derivation is the docstring form of a region: the lines between
+`BEGIN DERIVATION <name> [<name> ...]` and `END DERIVATION <same names>`, which
+state an exercise's gradient in the code's own names. The student copy replaces
+them, markers included, by one line that names the exercises and where to read
+about them (a docstring must stay text, so no raise).
+
+A few files are the teacher's alone (TEACHER_ONLY) and are never copied.
 """
 from __future__ import annotations
 
@@ -18,12 +26,17 @@ from .exercises import BY_NAME
 
 BEGIN = re.compile(r"^(\s*)# BEGIN SOLUTION (\w+)\s*$")
 END = re.compile(r"^(\s*)# END SOLUTION (\w+)\s*$")
+BEGIN_DERIVATION = re.compile(r"^(\s*)BEGIN DERIVATION (\w+(?: \w+)*)\s*$")
+END_DERIVATION = re.compile(r"^(\s*)END DERIVATION (\w+(?: \w+)*)\s*$")
 HIDDEN_DIR = "course_hidden"
-# Never copied: environments, caches, outputs, the instructor's hidden checks, and
-# the course's own tests (they plant mistakes into copies of the solutions).
+# Never copied: environments, caches, outputs and the instructor's hidden checks.
 SKIP_DIRS = {".git", ".venv", "__pycache__", ".pytest_cache", "figures", "checkpoints",
              "build", "dist", ".benchmarks", HIDDEN_DIR}
-SKIP_FILES = re.compile(r"^tests/(test_course\.py|course_.*)$")
+# Never copied either, since they hold solutions whole: the course's own tests
+# (tests/test_course*.py plant mistakes into copies of the solutions and search
+# for leaks), and DAC's fused CUDA kernels, which are DAC's whole backward (without
+# them DAC runs its NumPy code, the student's, on a GPU too: see dac_cuda.py).
+TEACHER_ONLY = re.compile(r"^(tests/(test_course\w*\.py|course_.*)|tinyunits/units/dac_cuda\.cu)$")
 
 
 @dataclass
@@ -36,24 +49,42 @@ class Region:
     lines: list  # the solution lines between the markers
 
 
-def regions_in(text: str, path: str = "<text>") -> list:
-    """Every marked region of one file's text; unmatched or nested markers are an error."""
+def _marked(text, path, begin_rx, end_rx, kind) -> list:
+    """Region(name, ...) for every begin_rx ... end_rx pair; unmatched or nested
+    markers are an error. `name` is what follows the marker (names, for derivations)."""
     found, open_ = [], None
     lines = text.splitlines()
     for k, line in enumerate(lines):
-        begin, end = BEGIN.match(line), END.match(line)
+        begin, end = begin_rx.match(line), end_rx.match(line)
         if begin:
             if open_ is not None:
-                raise ValueError(f"{path}:{k + 1}: BEGIN SOLUTION {begin[2]} inside "
+                raise ValueError(f"{path}:{k + 1}: BEGIN {kind} {begin[2]} inside "
                                  f"{open_[1]}, opened at line {open_[0] + 1}")
             open_ = (k, begin[2], begin[1])
         elif end:
             if open_ is None or end[2] != open_[1]:
-                raise ValueError(f"{path}:{k + 1}: END SOLUTION {end[2]} without its BEGIN")
+                raise ValueError(f"{path}:{k + 1}: END {kind} {end[2]} without its BEGIN")
             found.append(Region(open_[1], path, open_[0], k, open_[2], lines[open_[0] + 1:k]))
             open_ = None
     if open_ is not None:
-        raise ValueError(f"{path}:{open_[0] + 1}: BEGIN SOLUTION {open_[1]} never ends")
+        raise ValueError(f"{path}:{open_[0] + 1}: BEGIN {kind} {open_[1]} never ends")
+    return found
+
+
+def regions_in(text: str, path: str = "<text>") -> list:
+    """Every marked solution region of one file's text."""
+    return _marked(text, path, BEGIN, END, "SOLUTION")
+
+
+def derivations_in(text: str, path: str = "<text>") -> list:
+    """Every marked derivation of one file's text; a Region whose name is the
+    space-separated exercise names, each checked against the registry."""
+    found = _marked(text, path, BEGIN_DERIVATION, END_DERIVATION, "DERIVATION")
+    for region in found:
+        unknown = [n for n in region.name.split() if n not in BY_NAME]
+        if unknown:
+            raise ValueError(f"{path}:{region.begin + 1}: DERIVATION of unknown "
+                             f"exercise(s) {unknown}")
     return found
 
 
@@ -62,16 +93,32 @@ def stub_line(name: str, indent: str) -> str:
     return f"{indent}raise NotImplementedError({message!r})"
 
 
+def derivation_note(names: str, indent: str) -> str:
+    """What a derivation becomes in the student copy: the exercises, and where to read."""
+    names = names.split()
+    where = dict.fromkeys(p for n in names for p in (BY_NAME[n].paper, BY_NAME[n].lesson) if p)
+    return f"{indent}(exercise {', '.join(names)}: yours to work out; see {', '.join(where)})"
+
+
 def is_stub(region: Region) -> bool:
     return [line.strip() for line in region.lines] == [stub_line(region.name, "").strip()]
 
 
 def strip(text: str, path: str = "<text>") -> str:
-    """The student version of one file: each region's lines become the stub."""
+    """The student version of one file: each region's lines become the stub, and
+    each derivation, markers included, becomes its note."""
     lines = text.splitlines(keepends=True)
-    for region in reversed(regions_in(text, path)):
-        lines[region.begin + 1:region.end] = [stub_line(region.name, region.indent) + "\n"]
+    cuts = [(r.begin + 1, r.end, stub_line(r.name, r.indent)) for r in regions_in(text, path)]
+    cuts += [(r.begin, r.end + 1, derivation_note(r.name, r.indent))
+             for r in derivations_in(text, path)]
+    for start, stop, replacement in sorted(cuts, reverse=True):
+        lines[start:stop] = [replacement + "\n"]
     return "".join(lines)
+
+
+def teacher_only(rel: str) -> bool:
+    """Is the file at rel (relative to the root, with /) left out of the student copy?"""
+    return bool(TEACHER_ONLY.match(rel))
 
 
 def project_files(root: pathlib.Path) -> list:
@@ -86,7 +133,7 @@ def project_files(root: pathlib.Path) -> list:
             dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info"))
             rel = pathlib.Path(folder).relative_to(root)
             paths += [(rel / f).as_posix() for f in sorted(files) if not f.endswith(".pyc")]
-    return [p for p in paths if not SKIP_FILES.match(p)
+    return [p for p in paths if not teacher_only(p)
             and not set(pathlib.PurePosixPath(p).parts[:-1]) & SKIP_DIRS]
 
 
@@ -106,8 +153,15 @@ def all_regions(root: pathlib.Path, files=None) -> list:
     return found
 
 
+def all_derivations(root: pathlib.Path, files=None) -> list:
+    """The derivations of every .py file under root (each checked by derivations_in)."""
+    return [d for rel in (files if files is not None else project_files(root))
+            if rel.endswith(".py") for d in derivations_in((root / rel).read_text(), rel)]
+
+
 def write_student_copy(root, dest) -> list:
-    """Copy the project at root to dest with every region stubbed; return the regions."""
+    """Copy the project at root to dest with every region stubbed and every derivation
+    replaced by its note; return the regions."""
     root, dest = pathlib.Path(root).resolve(), pathlib.Path(dest).resolve()
     if dest == root or root in dest.parents:
         raise ValueError(f"student: {dest} lies inside the source tree {root}; "
@@ -117,12 +171,13 @@ def write_student_copy(root, dest) -> list:
                          "refusing to write into it")
     files = project_files(root)
     regions = all_regions(root, files)
-    with_regions = {r.path for r in regions}
     for rel in files:
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        if rel in with_regions:
-            target.write_text(strip((root / rel).read_text(), rel))
+        text = (root / rel).read_text() if rel.endswith(".py") else None
+        student = strip(text, rel) if text is not None else None
+        if student != text:
+            target.write_text(student)
         else:
             shutil.copy2(root / rel, target)
     return regions

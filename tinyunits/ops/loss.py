@@ -12,7 +12,12 @@ from ..tensor import Tensor
 
 
 class SoftmaxCrossEntropy(Function):
-    """mean_n [ logsumexp(z_n) - z_n[y_n] ]; backward (softmax(z) - onehot(y)) / N."""
+    """mean_n [ logsumexp(z_n) - z_n[y_n] ] over the N rows of z, with labels y.
+
+    BEGIN DERIVATION engine_softmax_ce
+    Backward: dL/dz = (softmax(z) - onehot(y)) / N.
+    END DERIVATION engine_softmax_ce
+    """
 
     def __init__(self, labels, high=None):
         self.labels, self.high = labels, high

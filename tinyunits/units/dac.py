@@ -25,23 +25,29 @@ Conv, eq. (5), with the biases shared over kernel positions (B is (out, in)):
 
 Backward, the conv analogue of eq. (7):
 
+    BEGIN DERIVATION dac_conv
     dW[i,j,p,q] = sum_{b,h,w} g[b,i,h,w] * A[b,i,j, h*s+p, w*s+q]
     dA[b,i,j, h*s+p, w*s+q] += W[i,j,p,q] * g[b,i,h,w]   (then drop the pad)
     dB[i,j]     = sum_{b,h,w} dA[b,i,j] * phi'(B[i,j] + x[b,j])
     dx[b,j]     = sum_i dA[b,i,j] * phi'(B[i,j] + x[b,j])
+
+    With g placed once per tap t = (p, q) (G[i,t]), dW = A G^T and dA = W G are
+    two matrix products.
+    END DERIVATION dac_conv
 
 The (batch, out, in[, H, W]) tensor of activated inputs is never held whole: both
 passes walk over blocks of output units (`_blocks`) and the backward recomputes
 phi and phi' per block instead of storing them.  The blocks are independent: on
 the CPU the dense layer runs them on the threads the user set (tinyunits.threads)
 and adds each block's share of dx in block order, so any thread count gives the
-same numbers.  The conv turns its sums into matrix products over the k*k taps
-t = (p, q): U[i,t] = sum_j W[i,j,t] A[i,j] (one product), then y adds U[i,t]
-shifted by each tap; backward places g once per tap (G[i,t]) and gets dW = A G^T
-and dA = W G as two more products.
+same numbers.  The conv's forward turns its sums into matrix products over the
+k*k taps t = (p, q): U[i,t] = sum_j W[i,j,t] A[i,j] (one product), then y adds
+U[i,t] shifted by each tap.
 
 On a GPU (CuPy arrays) neither pass runs this code: both run as fused CUDA kernels,
 one per equation above (dac_cuda.cu, launched by dac_cuda.py), tested against it.
+A student copy leaves the kernels out (they are DAC's whole backward): there CuPy
+arrays run this code too.
 
 Section 4's cost accounting (`section4_counts`): against the standard connection
 it replaces, DAC adds `out*in - in` biases (the m shared biases of the previous

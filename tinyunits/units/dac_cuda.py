@@ -11,6 +11,11 @@ the forward, dW and dB together (they sum the same terms over the batch), and dx
 Every launch goes through `launch(name, options, grid, block, args)`, which compiles
 the kernel once (backend.cuda_kernel) and runs it; the tests put a CPU emulator of
 CUDA in its place, so they run this module and dac.py's dispatch too.
+
+The kernels are DAC's whole backward, so a student copy (docs/teaching.md) leaves
+dac_cuda.cu out. Without the file, or with any of its KERNELS missing, `handles`
+says no to every call: both passes then run dac.py's NumPy code on the CuPy arrays,
+the student's own backward included.
 """
 from __future__ import annotations
 
@@ -21,7 +26,10 @@ from ..backend import get_array_module
 from ..ops.conv import conv_output_size
 from ..ops.elementwise import LeakyReLU
 
-SOURCE = Path(__file__).with_name("dac_cuda.cu").read_text()
+KERNELS = ("dac_linear_forward", "dac_linear_backward_WB", "dac_linear_backward_x",
+           "dac_conv_forward", "dac_conv_backward_WB", "dac_conv_backward_x")
+_CU = Path(__file__).with_name("dac_cuda.cu")
+SOURCE = _CU.read_text() if _CU.exists() else None  # None in a student copy
 SCALAR = {"float32": "float", "float64": "double"}
 TILE = 16      # the tiled kernels run TILE x TILE threads per block
 THREADS = 256  # threads per block of the conv's dx gather
@@ -33,14 +41,20 @@ def options(dtype, activation: str) -> tuple:
             f"-DLEAKY_SLOPE={LeakyReLU().slope!r}", f"-DTILE={TILE}")
 
 
+def available() -> bool:
+    """Is every kernel of KERNELS defined in SOURCE (False in a student copy)?"""
+    return SOURCE is not None and all(f" void {name}(" in SOURCE for name in KERNELS)
+
+
 def handles(*arrays, out_shape) -> bool:
-    """Do the kernels take this call: GPU arrays of float32/float64, all (and the
-    output of `out_shape`) under 2^31 elements?"""
+    """Do the kernels take this call: the kernels are here, and the arrays are GPU
+    arrays of float32/float64, all (and the output of `out_shape`) under 2^31 elements?"""
     out_size = 1
     for n in out_shape:
         out_size *= n
     return out_size < 2 ** 31 and all(
-        backend.on_gpu(a) and str(a.dtype) in SCALAR and a.size < 2 ** 31 for a in arrays)
+        backend.on_gpu(a) and str(a.dtype) in SCALAR and a.size < 2 ** 31 for a in arrays
+    ) and available()
 
 
 def launch(name, options, grid, block, args):  # pragma: no cover - no GPU here

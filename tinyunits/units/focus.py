@@ -16,6 +16,7 @@ Backward, with g = dL/dy and d[j,i] = p_i - mu_j:
     dL/dK    = g^T x,   dL/dx = g K,   dL/db = sum_b g
     dL/dW    = dL/dK * u
     dL/du    = dL/dK * W
+    BEGIN DERIVATION focus_dmu focus_dsigma
     dL/dphi  = (sqrt(m)/||phi||) (dL/du - phi (dL/du . phi) / ||phi||^2)  (normaliser)
     dL/dmu   = sum_i dL/dphi * phi * d / sigma^2                          (8)
     dL/dsigma = sum_i dL/dphi * phi * d^2 / sigma^3                       (8)
@@ -31,9 +32,10 @@ and the code computes exactly this:
 
     dL/dmu    = (sum_i q d - Q sum_i w d) / sigma^2
     dL/dsigma = (sum_i q d^2 - Q sum_i w d^2) / sigma^3
+    END DERIVATION focus_dmu focus_dsigma
 
-(with two (out, in) arrays in the backward instead of six: fresh arrays of that
-size cost page faults that outweigh their arithmetic).
+The backward holds two (out, in) arrays instead of six: fresh arrays of that size
+cost page faults that outweigh their arithmetic.
 
 Two numerical guards, neither visible in u beyond float32 rounding:
 - u does not change when a row of phi is multiplied by a constant, so each

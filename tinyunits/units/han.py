@@ -19,14 +19,17 @@ costs O(batch x d) time and memory. The layer acts along one axis of its input
 Backward, with g = dL/dy and the sum over every batch position:
 
     g_z   = g * sign(z)                                d|z|/dz
-    dL/dx = H g_z = g_z - 2 t u_hat,  t = g_z . u_hat  (H is symmetric)
+    t     = g_z . u_hat                                one number per sample
     dL/db = sum g_z
+    BEGIN DERIVATION han_dx han_du
+    dL/dx = H g_z = g_z - 2 t u_hat                    (H is symmetric)
     dL/du_hat = -2 sum (t x + s g_z)                   z depends on u_hat via s u_hat
     dL/du = (dL/du_hat - u_hat (u_hat . dL/du_hat)) / ||u||
                                                        d u_hat/du = (I - u_hat u_hat^T) / ||u||
+    END DERIVATION han_dx han_du
 
-(The last line is exact for the normalisation u / ||u||; the 1e-14 guard changes
-it by a relative 1e-14 / ||u||, far below any floating-point effect.)
+(dL/du differentiates the normalisation u / ||u||; the 1e-14 guard changes it by
+a relative 1e-14 / ||u||, far below any floating-point effect.)
 
 For the ablation of Table 7 (Householder weighting with ReLU instead of |.|),
 activation="relu" swaps the last line for y = max(z, 0), so g_z = g * [z > 0].

@@ -21,10 +21,12 @@ of X (N, n), with weights W_l (d_{l+1}, d_l), biases b_l and layers l = 0..L:
 
 Backward, with G = dLoss/df (N, 1) and D_l = dLoss/dA_l:
 
+    BEGIN DERIVATION multiarg_inner
     (6)  D_L = G
     (7)  dW_l = D_l^T H_l,   db_l = sum over rows of D_l
     (8)  D_{l-1} = (D_l W_l) * [H_l > 0]             (relu' read off its output)
     (9)  dX = D_0 W_0
+    END DERIVATION multiarg_inner
 
 Because f is shared, (7) sums over every point of every unit; an InnerNet used
 by several layers receives, through the engine, the sum over all of them.

@@ -19,12 +19,14 @@ Each feature i (axis 1 of the input) owns trainable levels t[i, 0..K].
 Backward (bins are piecewise constant, so their derivative is zero):
 
     diagonal       dx_i      = g_i * t[i, bin(x_i)]                        (B1)
-                   dt[i, k]  = sum over samples (and positions) with bin(x_i) = k
-                               of g_i * x_i                                (B2)
     tri-diagonal   dx_i      = g_i * t[i, bin(x_i)] + g_{i+1} * l[i+1, bin(x_{i+1})]
                                + g_{i-1} * u[i-1, bin(x_{i-1})]            (B3)
-                   dl[i, k], dt[i, k], du[i, k] = the sums of (B2) with x_{i-1},
+    BEGIN DERIVATION tmaf_levels tmaf_tridiagonal
+    diagonal       dt[i, k]  = sum over samples (and positions) with bin(x_i) = k
+                               of g_i * x_i                                (B2)
+    tri-diagonal   dl[i, k], dt[i, k], du[i, k] = the sums of (B2) with x_{i-1},
                                x_i, x_{i+1} in place of x_i                (B4)
+    END DERIVATION tmaf_levels tmaf_tridiagonal
 
 Convention at a breakpoint. x = s_k lies in interval k (the value uses
 t[i, k]), but y_i need not be differentiable there, so its slope is a choice:

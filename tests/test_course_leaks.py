@@ -1,0 +1,265 @@
+"""No solution where a student can read it: the student copy, and the course site as
+`make site` builds it, hold no solution line of any exercise.
+
+A solution line is a line of a marked solution region (`# BEGIN SOLUTION name` ...
+`# END SOLUTION name`, code) or of a marked derivation (`BEGIN DERIVATION names` ...
+`END DERIVATION names`, docstrings), with a code line's trailing `# comment` dropped and
+every run of whitespace made one space. Two kinds of line are not counted, since they
+give nothing away:
+- a line with fewer than two names other than Python's keywords (`grads = []`, `)`);
+- a line the library holds outside every region and derivation too
+  (`xp = get_array_module(g)`): code the student copy ships anyway.
+A solution line leaks if it appears, its whitespace made one space, in any text file
+of the student copy or of the built site. A page is searched as it is and as text: JSON
+strings decoded (the search index, the lessons' notebooks), HTML tags dropped and
+entities unescaped (highlighted code puts every token of a line in a span of its own).
+So a leak is caught whether it is copied, rendered, highlighted or indexed; a line
+rewritten by hand is not, and neither is a solution in another language (that is why
+the student copy leaves DAC's CUDA kernels out: tests/test_dac_cuda.py).
+
+This file is the teacher's (tests/test_course*.py): the student copy leaves it out.
+"""
+import html
+import json
+import keyword
+import os
+import pathlib
+import re
+import shutil
+import types
+
+import pytest
+
+from tinyunits.course import BY_NAME
+from tinyunits.course.source import (all_derivations, all_regions, derivations_in,
+                                     project_files, regions_in, strip, teacher_only)
+from test_course import student  # noqa: F401  (the fixture: a fresh student copy)
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+NAME = re.compile(r"[A-Za-z_]\w*")
+TAG = re.compile(r"<[^>]*>")
+
+pytestmark = pytest.mark.skipif(os.environ.get("TINYUNITS_BACKEND") == "strict",
+                                reason="the backend changes no file: runs on the NumPy pass")
+
+
+def normal(line: str) -> str:
+    return " ".join(line.split())
+
+
+def code(line: str) -> str:
+    return normal(re.sub(r"\s+#.*$|^\s*#.*$", "", line))
+
+
+def spans(root):
+    """{path: (code lines, derivation lines)} of the marked lines of every library file."""
+    marked = {}
+    for r in all_regions(root):
+        marked.setdefault(r.path, ([], []))[0].extend(r.lines)
+    for d in all_derivations(root):
+        marked.setdefault(d.path, ([], []))[1].extend(d.lines)
+    return marked
+
+
+def shipped_anyway(root) -> set:
+    """The lines of the library outside every region and derivation, made normal."""
+    lines = set()
+    for path in sorted((root / "tinyunits").rglob("*.py")):
+        text = path.read_text()
+        inside = {k for r in regions_in(text) + derivations_in(text)
+                  for k in range(r.begin, r.end + 1)}
+        lines.update(code(line) for k, line in enumerate(text.splitlines()) if k not in inside)
+    return lines
+
+
+def solution_lines(root=ROOT):
+    """(counted, not counted): the solution lines by the rule above, and the lines it lets go."""
+    found = [code(line) for c, _ in spans(root).values() for line in c]
+    found += [normal(line) for _, d in spans(root).values() for line in d]
+    anyway = shipped_anyway(root)
+    counted, let_go = [], set()
+    for line in dict.fromkeys(filter(None, found)):
+        names = [n for n in NAME.findall(line) if not keyword.iskeyword(n)]
+        (let_go.add(line) if len(names) < 2 or line in anyway else counted.append(line))
+    return counted, let_go
+
+
+def readings(path: pathlib.Path) -> list:
+    """A text file as it is, its JSON strings decoded, and each of those as text with
+    HTML tags dropped and entities unescaped; whitespace made one space. [] if binary."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError):
+        return []
+    found = [text]
+    if path.suffix in (".json", ".ipynb"):
+        strings = []
+
+        def collect(node):
+            if isinstance(node, str):
+                strings.append(node)
+            for child in (node.values() if isinstance(node, dict) else
+                          node if isinstance(node, list) else ()):
+                collect(child)
+        try:
+            collect(json.loads(text))
+            found.append("\n".join(strings))
+        except ValueError:
+            pass
+    found += [html.unescape(TAG.sub("", t)) for t in found]
+    return [normal(t) for t in found]
+
+
+def leaks(tree, lines) -> dict:
+    """{solution line: [files of tree that hold it]}, for the lines found anywhere."""
+    tree = pathlib.Path(tree)
+    texts = {p.relative_to(tree).as_posix(): readings(p) for p in sorted(tree.rglob("*"))
+             if p.is_file()}
+    found = {}
+    for line in lines:
+        where = [rel for rel, versions in texts.items() if any(line in t for t in versions)]
+        if where:
+            found[line] = where
+    return found
+
+
+def report(found) -> str:
+    return "\n".join(f"{line!r}\n    in {', '.join(where[:5])}" for line, where in found.items())
+
+
+@pytest.fixture(scope="module")
+def lines():
+    counted, _ = solution_lines()
+    return counted
+
+
+@pytest.fixture(scope="module")
+def site():
+    """The site tests/test_site.py builds (tiny mode, as `make site` builds it), built once."""
+    test_site = pytest.importorskip("test_site", reason="the site needs the `site` extra")
+    return test_site.built_site()
+
+
+# --------------------------------------------------------------------------- the rule
+def test_the_rule_counts_the_solutions_and_lets_go_only_syntax_and_shipped_code():
+    counted, let_go = solution_lines()
+    regions, derivations = all_regions(ROOT), all_derivations(ROOT)
+    assert len(regions) == len(BY_NAME) and derivations
+    assert len(counted) >= 50, counted
+    # a newly let-go line: check that it gives nothing away, then add it here
+    assert let_go == {"xp = get_array_module(g)", "grads = []"}, let_go
+    for r in regions:  # every exercise keeps lines that count
+        assert any(code(line) in counted for line in r.lines), r.name
+
+
+# --------------------------------------------------------------------------- the student copy
+def test_the_student_copy_holds_no_solution_line(student, lines):
+    found = leaks(student, lines)
+    assert not found, f"{len(found)} solution lines in the student copy:\n" + report(found)
+
+
+def test_the_student_copy_leaves_the_teachers_files_out(student):
+    listed = project_files(ROOT)
+    assert not any(teacher_only(rel) for rel in listed)
+    for rel in ("tests/test_course.py", "tests/test_course_leaks.py",
+                "tinyunits/units/dac_cuda.cu"):
+        assert (ROOT / rel).is_file() and teacher_only(rel) and not (student / rel).exists()
+    assert (student / "tinyunits" / "units" / "dac_cuda.py").is_file()  # it falls back
+
+
+def test_derivations_become_a_note_naming_the_exercises(student):
+    for d in all_derivations(ROOT):
+        text = (student / d.path).read_text()
+        assert "DERIVATION" not in text, d.path
+        names = d.name.split()
+        note = f"(exercise {', '.join(names)}: yours to work out; see "
+        assert note in text, (d.path, note)
+        assert all(BY_NAME[n].lesson in text for n in names)
+
+
+def test_derivation_markers_are_checked():
+    with pytest.raises(ValueError, match="never ends"):
+        derivations_in("    BEGIN DERIVATION han_dx\n    dL/dx = H g_z\n")
+    with pytest.raises(ValueError, match="unknown exercise"):
+        derivations_in("    BEGIN DERIVATION han_dz\n    END DERIVATION han_dz\n")
+    text = '"""Head.\n\n    y = f(x)\n    BEGIN DERIVATION han_dx\n    dy = g\n' \
+           '    END DERIVATION han_dx\n"""\n'
+    assert strip(text) == ('"""Head.\n\n    y = f(x)\n    (exercise han_dx: yours to work out; '
+                           'see docs/papers/hannet.md, lessons/04_hannet.py)\n"""\n')
+
+
+# --------------------------------------------------------------------------- the site
+def test_the_site_holds_no_solution_line(site, lines):
+    found = leaks(site, lines)
+    assert not found, f"{len(found)} solution lines on the site:\n" + report(found)
+    api = html.unescape(TAG.sub("", (site / "api" / "units" / "index.html").read_text()))
+    assert "raise NotImplementedError('han_du: not implemented yet" in api  # the stub is shown
+
+
+def plant(site, student, tree, line_of):
+    """Copies of four files of the student copy and the site, each with a leak planted."""
+    import pygments
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+    targets = {"lessons/00_engine.py": student, "api/units/index.html": site,
+               "search/search_index.json": site, "lessons/00_engine/00_engine.ipynb": site}
+    for rel, origin in targets.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(origin / rel, tree / rel)
+    with open(tree / "lessons/00_engine.py", "a") as lesson:  # as written, re-indented
+        lesson.write(f"\n        {line_of['han_du']}\n")
+    page = (tree / "api/units/index.html").read_text()  # highlighted, with entities
+    code_html = pygments.highlight(line_of["dac_dx"], PythonLexer(), HtmlFormatter())
+    (tree / "api/units/index.html").write_text(page.replace("</article>", code_html + "</article>", 1))
+    index = json.loads((tree / "search/search_index.json").read_text())  # indexed
+    index["docs"].append({"location": "planted/", "title": "planted",
+                          "text": html.escape(line_of["focus_dmu"])})
+    (tree / "search/search_index.json").write_text(json.dumps(index))
+    notebook = json.loads((tree / "lessons/00_engine/00_engine.ipynb").read_text())
+    notebook["cells"][-1]["outputs"] = [{"output_type": "stream", "name": "stdout",
+                                          "text": [line_of["derivation"] + "\n"]}]
+    (tree / "lessons/00_engine/00_engine.ipynb").write_text(json.dumps(notebook))
+
+
+def test_a_planted_leak_is_caught_in_every_form(site, student, lines, tmp_path):
+    regions = {r.name: r for r in all_regions(ROOT)}
+    line_of = {name: next(code(l) for l in regions[name].lines if code(l) in lines)
+               for name in ("han_du", "dac_dx", "focus_dmu")}
+    line_of["derivation"] = next(normal(l) for d in all_derivations(ROOT) for l in d.lines
+                                 if normal(l) in lines)
+    assert '"' in line_of["dac_dx"] and ">" in line_of["dac_dx"]  # entities in the HTML
+    plant(site, student, tmp_path, line_of)
+    found = leaks(tmp_path, lines)
+    assert found == {line_of["han_du"]: ["lessons/00_engine.py"],
+                     line_of["dac_dx"]: ["api/units/index.html"],
+                     line_of["focus_dmu"]: ["search/search_index.json"],
+                     line_of["derivation"]: ["lessons/00_engine/00_engine.ipynb"]}, report(found)
+
+
+# --------------------------------------------------------------------------- SITE_SOLUTIONS
+@pytest.fixture
+def hooks():
+    pytest.importorskip("mkdocs", reason="the site needs the `site` extra")
+    import sys
+    sys.path.insert(0, str(ROOT / "tools"))
+    import site_hooks
+    return site_hooks
+
+
+def mkdocs_config():
+    plugin = types.SimpleNamespace(config=types.SimpleNamespace(handlers={"python": {"paths": ["."]}}))
+    return types.SimpleNamespace(plugins={"mkdocstrings": plugin})
+
+
+def test_the_api_pages_read_student_sources_unless_the_teacher_asks(hooks, monkeypatch):
+    monkeypatch.delenv("SITE_SOLUTIONS", raising=False)
+    config = hooks.on_config(mkdocs_config())
+    [paths] = config.plugins["mkdocstrings"].config.handlers["python"]["paths"]
+    sources = pathlib.Path(paths)
+    assert sources != ROOT and (sources / "tinyunits" / "units" / "dac.py").is_file()
+    dac = (sources / "tinyunits" / "units" / "dac.py").read_text()
+    assert dac == strip((ROOT / "tinyunits" / "units" / "dac.py").read_text())
+    assert "raise NotImplementedError('dac_dB" in dac
+    monkeypatch.setenv("SITE_SOLUTIONS", "1")
+    config = hooks.on_config(mkdocs_config())
+    assert config.plugins["mkdocstrings"].config.handlers["python"]["paths"] == ["."]
