@@ -68,6 +68,22 @@ for name, t in (("e = a*b", e), ("d = e+c", d), ("L = d*d", L)):
     print(f"{name:10s} value {t.item():7.2f}   made by {type(t.creator).__name__}")
 
 # %% [markdown]
+# `plot.graph` draws that graph: a box for every tensor (its name, shape and dtype,
+# its value when it is one number), a box for every Function (its class), and
+# arrows in the direction of the forward pass. A tensor's `name` is only a label
+# for such pictures; nothing computes with it.
+
+# %%
+for t, name in ((a, "a"), (b, "b"), (c, "c"), (e, "e"), (d, "d"), (L, "L")):
+    t.name = name
+figure(plot.graph(L, out("graph_forward.png"), title="L = (a b + c)^2, the forward pass"))
+
+# %% [markdown]
+# Read it left to right, as the forward pass ran: Mul makes e from a and b, Add
+# makes d from e and c, and the last Mul takes d twice (two arrows from d). Each
+# column holds what can be computed once the columns to its left are known.
+
+# %% [markdown]
 # ## 2. The backward walk
 #
 # To get dL/dx for every leaf x, start at L with dL/dL = 1 and visit the nodes
@@ -105,6 +121,32 @@ for name, x in (("a", a), ("b", b), ("c", c)):
     print(f"dL/d{name}: our walk {ours[id(x)].item():7.2f}   engine {x.grad.item():7.2f}")
 same = all(ours[id(x)].item() == x.grad.item() for x in (a, b, c))
 results.append(("our walk gives the engine's gradients", True, same, same))
+
+# %% [markdown]
+# The engine frees the graph as its walk goes: each Function drops its inputs and
+# the arrays it saved, so that a training loop does not keep every step's graph
+# alive (drawn now, L's graph is only L and the Mul that made it). To see the
+# gradients on the graph, we build it again and keep it with
+# `backward(retain_graph=True)`. Only leaves keep `.grad`; `retain_grad()` asks an
+# inner tensor to keep its own.
+
+# %%
+for x in (a, b, c):
+    x.grad = None  # the walk above filled them; gradients would add up
+e = Mul()(a, b)
+d = e + c
+L = Mul()(d, d)
+for t, name in ((e, "e"), (d, "d"), (L, "L")):
+    t.name = name
+    t.retain_grad()
+L.backward(retain_graph=True)
+figure(plot.graph(L, out("graph_backward.png"), title="after L.backward(): dL/dx on every box"))
+
+# %% [markdown]
+# Read it right to left, as the walk ran: dL/dL = 1; the last Mul sends d one
+# gradient along each arrow, d = 4 and d = 4, which add up to 8; Add passes 8 on to
+# e and to c unchanged; the first Mul gives each factor the other one times 8:
+# dL/da = 8 b = -24 and dL/db = 8 a = 16.
 
 # %% [markdown]
 # ## 3. A value used twice: gradients add
@@ -172,6 +214,48 @@ wrong = tu.gradcheck(lambda a, b: WrongMul()(a, b), [a0, b0])
 print("Mul:\n", right, "\nWrongMul:\n", wrong, sep="")
 results.append(("gradcheck passes Mul", True, right.ok, right.ok))
 results.append(("gradcheck passes the planted WrongMul", False, wrong.ok, not wrong.ok))
+
+# %% [markdown]
+# In a graph of many Functions, a failed check of the whole says only that some
+# backward is wrong. Checking each Function alone, on the inputs it was called
+# with, says which. Here is L = (a b + c)^2 again, on 4 x 3 arrays, with the
+# planted WrongMul as its product. We mark the node that fails on the picture,
+# with the failing rows of its report.
+
+# %%
+def wrong_rows(fn, report):
+    """The failing rows of a node's report as one line each: which input, how wrong."""
+    lines = []
+    for x, row in zip(fn.inputs, report.rows):  # one row per input, in order
+        story = getattr(row, "diagnosis", "")  # gradcheck's diagnosis, where it has one
+        if not row.ok:
+            lines.append(f"gradient of {x.name}: max rel err {row.max_rel:.1e}"
+                         + (f", {story}" if story else ""))
+    return "; ".join(lines)
+
+
+a, b, c = (tu.tensor(v, requires_grad=True, dtype="float64", name=name)
+           for v, name in ((a0, "a"), (b0, "b"), (np.ones((4, 3)), "c")))
+e = WrongMul()(a, b)
+d = e + c
+L = Mul()(d, d)
+marks = {}
+for fn in (node for node in plot.graph_nodes(L) if isinstance(node, tu.Function)):
+    report = tu.gradcheck(type(fn)(), [x.data for x in fn.inputs])  # a fresh node, alone
+    print(f"{type(fn).__name__} alone:\n{report}")
+    if not report.ok:
+        marks[fn] = wrong_rows(fn, report)
+for t, name in ((e, "e"), (d, "d"), (L, "L")):
+    t.name = name
+figure(plot.graph(L, out("graph_wrong_node.png"), marks=marks,
+                  title="gradcheck of each Function alone: the wrong node in red"))
+found = [type(fn).__name__ for fn in marks]
+results.append(("checking each node alone finds the wrong one", "WrongMul", ", ".join(found),
+                found == ["WrongMul"]))
+
+# %% [markdown]
+# Only the first product fails, and only for b: WrongMul's backward returns g b for
+# b, where dL/db = g a. Add, and the correct Mul that squares d, pass.
 
 # %% [markdown]
 # **Your turn.** The exercises `engine_mul`, `engine_div`, `engine_sigmoid`,
