@@ -77,6 +77,9 @@ for name, t in (("e = a*b", e), ("d = e+c", d), ("L = d*d", L)):
 for t, name in ((a, "a"), (b, "b"), (c, "c"), (e, "e"), (d, "d"), (L, "L")):
     t.name = name
 figure(plot.graph(L, out("graph_forward.png"), title="L = (a b + c)^2, the forward pass"))
+nodes = plot.graph_nodes(L)
+print(f"{len(nodes)} nodes: {sum(isinstance(n, tu.Tensor) for n in nodes)} tensors, "
+      f"{sum(isinstance(n, tu.Function) for n in nodes)} Functions")
 
 # %% [markdown]
 # Read it left to right, as the forward pass ran: Mul makes e from a and b, Add
@@ -141,6 +144,8 @@ for t, name in ((e, "e"), (d, "d"), (L, "L")):
     t.retain_grad()
 L.backward(retain_graph=True)
 figure(plot.graph(L, out("graph_backward.png"), title="after L.backward(): dL/dx on every box"))
+results.append(("retain_grad keeps dL/dd = 2d on the inner d", 2 * d.item(), d.grad.item(),
+                d.grad.item() == 2 * d.item()))
 
 # %% [markdown]
 # Read it right to left, as the walk ran: dL/dL = 1; the last Mul sends d one

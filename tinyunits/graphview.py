@@ -125,7 +125,7 @@ def _mean(values, default):
     return sum(values) / len(values) if values else default
 
 
-def check_marks(where: str, nodes: list, marks) -> dict:
+def _check_marks(where: str, nodes: list, marks) -> dict:
     """marks as {id(node): text}, each node one of the graph's."""
     if marks is None:
         return {}
@@ -151,7 +151,7 @@ def to_dot(y: Tensor, marks=None) -> str:
     labels of tinyunits.plot.graph; a marked node is drawn red, its text under its
     label. Render it with `dot -Tpng graph.dot -o graph.png`."""
     nodes = graph_nodes(y)
-    marked = check_marks("to_dot", nodes, marks)
+    marked = _check_marks("to_dot", nodes, marks)
     lines = ["digraph tinyunits {", "  rankdir=LR;",
              '  node [shape=box, style="rounded,filled", fontname="monospace"];']
     for i, node in enumerate(nodes):

@@ -87,7 +87,7 @@ def graph(y, path=None, marks=None, title=None):
         from . import _check
         _check.fail("graph", "y", "a Tensor", y, TypeError)
     nodes = graph_nodes(y)
-    marked = graphview.check_marks("graph", nodes, marks)
+    marked = graphview._check_marks("graph", nodes, marks)
     edges = graph_edges(nodes)
     labels = ["\n".join(graphview.label(n)) for n in nodes]
     notes = [marked.get(id(n), "") for n in nodes]
@@ -135,8 +135,9 @@ def graph(y, path=None, marks=None, title=None):
 
 def _place(columns, labels, notes, heading):
     """Centres (inches) of every node's box, and the figure's size: columns left to
-    right, each node's box stacked with its mark's text under it, columns centred,
-    the heading's lines above."""
+    right, each node's box stacked with its mark's text under it, the heading's
+    lines above. Columns are centred on their boxes, without the last one's mark,
+    so that a column of one box lines up with the next whether marked or not."""
     def size(text, points, line):
         rows = text.split("\n") if text else []
         return max(map(len, rows), default=0) * points * 0.6 / 72, len(rows) * line
@@ -146,10 +147,12 @@ def _place(columns, labels, notes, heading):
     note = [size(notes[i], MARK_PT, 1.2 * MARK_PT / 72) for i in range(n)]
     tall = [box[i][1] + (note[i][1] + FONT_PT / 72 if notes[i] else 0) for i in range(n)]
     wide = [max(max(box[i][0], note[i][0]) for i in col) for col in columns]
-    stack = [sum(tall[i] for i in col) + ROW_GAP_IN * (len(col) - 1) for col in columns]
+    below = [tall[col[-1]] - box[col[-1]][1] for col in columns]  # the last mark's text
+    stack = [sum(tall[i] for i in col) + ROW_GAP_IN * (len(col) - 1) - extra
+             for col, extra in zip(columns, below)]
     head_w, head_h = size("\n".join(heading), FONT_PT + 1, 1.2 * (FONT_PT + 1) / 72)
     width = max(sum(wide) + COLUMN_GAP_IN * (len(columns) - 1), head_w) + 2 * MARGIN_IN
-    inner = max(stack)
+    inner = max(h + 2 * extra for h, extra in zip(stack, below))
     height = inner + 2 * MARGIN_IN + head_h
     left = (width - sum(wide) - COLUMN_GAP_IN * (len(columns) - 1)) / 2
     x, y = [0.0] * n, [0.0] * n
