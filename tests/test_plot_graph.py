@@ -20,6 +20,14 @@ from tinyunits.ops.arithmetic import Add, Mul
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """plot.graph without a path returns its figure open; close what a test drew."""
+    yield
+    import matplotlib.pyplot as plt
+    plt.close("all")
+
+
 def lesson_graph():
     """Lesson 0's graph: e = a b, d = e + c, L = d d, with its nodes by name."""
     a, b, c = (tu.tensor(v, requires_grad=True, dtype="float64", name=n)
@@ -83,12 +91,15 @@ def test_constants_and_inputs_without_gradients_are_drawn():
                for n in nodes)
 
 
-def test_a_long_chain_needs_no_recursion():
+def test_a_long_chain_needs_no_recursion_and_is_too_big_to_draw():
     x = tu.tensor(1.0, requires_grad=True)
     y = x
     for _ in range(5000):
         y = y + 1.0
     assert len(plot.graph_nodes(y)) == 1 + 3 * 5000
+    assert plot.to_dot(y).count("->") == 3 * 5000
+    with pytest.raises(ValueError, match="graph: y's graph must be at most 400 nodes .*, got 15001"):
+        plot.graph(y)
 
 
 def test_layers_put_each_node_right_of_what_it_reads():
@@ -200,7 +211,8 @@ def test_marks_are_drawn_red_with_their_text():
 def test_marks_must_be_nodes_of_the_graph():
     L, n = lesson_graph()
     other = tu.tensor(1.0)
-    with pytest.raises(ValueError, match="graph: marks must be keyed by Tensors or Functions"):
+    with pytest.raises(ValueError, match=r"graph: marks must be keyed by Tensors or Functions "
+                       r"of y's graph, got tensor\(array\(1"):
         plot.graph(L, marks={other: "not here"})
     with pytest.raises(TypeError, match="to_dot: marks must be a dict"):
         plot.to_dot(L, marks=["Mul"])

@@ -77,7 +77,7 @@ def label(node) -> list:
     gradient once backward has set it (the value, or the norm of an array)."""
     if isinstance(node, Function):
         return [type(node).__name__] + ([FREED] if node.inputs is None else [])
-    lines = [node.name] if node.name else []
+    lines = [] if node.name is None else [str(node.name)]
     lines.append(f"{'scalar' if node.ndim == 0 else tuple(node.shape)} {node.dtype}")
     if node.size == 1:
         lines.append(f"value {node.data.item():.4g}")
@@ -135,8 +135,7 @@ def _check_marks(where: str, nodes: list, marks) -> dict:
     known = {id(n) for n in nodes}
     for node, text in marks.items():
         if id(node) not in known:
-            check.fail(where, "marks", "keyed by Tensors or Functions of y's graph",
-                       f"{type(node).__name__} not in the graph")
+            check.fail(where, "marks", "keyed by Tensors or Functions of y's graph", node)
         if not isinstance(text, str):
             check.fail(where, f"marks[{type(node).__name__}]", "a str", text, TypeError)
     return {id(node): textwrap.fill(text, MARK_WIDTH) for node, text in marks.items()}
@@ -144,6 +143,13 @@ def _check_marks(where: str, nodes: list, marks) -> dict:
 
 # Colours shared by the DOT text and the matplotlib picture.
 TENSOR_FILL, FUNCTION_FILL, FREED_FILL, MARK = "#fff4cc", "#d9e8f5", "#e6e6e6", "#d62728"
+
+
+def fill(node) -> str:
+    """A node's background: tensors pale yellow, Functions pale blue, freed ones grey."""
+    if isinstance(node, Tensor):
+        return TENSOR_FILL
+    return FREED_FILL if node.inputs is None else FUNCTION_FILL
 
 
 def to_dot(y: Tensor, marks=None) -> str:
@@ -155,12 +161,10 @@ def to_dot(y: Tensor, marks=None) -> str:
     lines = ["digraph tinyunits {", "  rankdir=LR;",
              '  node [shape=box, style="rounded,filled", fontname="monospace"];']
     for i, node in enumerate(nodes):
-        fill = (TENSOR_FILL if isinstance(node, Tensor)
-                else FREED_FILL if node.inputs is None else FUNCTION_FILL)
         text = "\n".join(label(node))
         if id(node) in marked:  # inside the box: Graphviz places outside labels poorly
             text += "\n\n" + marked[id(node)]
-        attrs = [f"label={_quote(text)}", f'fillcolor="{fill}"']
+        attrs = [f"label={_quote(text)}", f'fillcolor="{fill(node)}"']
         if isinstance(node, Function):
             attrs.append('style="filled"')
         if id(node) in marked:

@@ -8,8 +8,9 @@ Graphviz DOT text live in tinyunits.graphview; graph draws them.
 from __future__ import annotations
 
 import os
+from collections import Counter
 
-from . import backend, graphview
+from . import _check, backend, graphview
 from .graphview import graph_edges, graph_nodes, to_dot  # noqa: F401  (plot's API)
 from .tensor import Tensor, no_grad, tensor
 
@@ -69,6 +70,7 @@ FONT_PT, MARK_PT = 9, 8
 CHAR_IN, LINE_IN = 0.6 * FONT_PT / 72, 1.2 * FONT_PT / 72
 PAD_IN = 0.5 * FONT_PT / 72                 # the box's padding around its text
 COLUMN_GAP_IN, ROW_GAP_IN, MARGIN_IN = 0.55, 0.25, 0.3
+MAX_NODES = 400  # past this a picture is neither legible nor small enough to save
 
 
 def graph(y, path=None, marks=None, title=None):
@@ -84,9 +86,11 @@ def graph(y, path=None, marks=None, title=None):
         plot.graph(L, "graph.png", marks={L.creator: "look here"})
     """
     if not isinstance(y, Tensor):
-        from . import _check
         _check.fail("graph", "y", "a Tensor", y, TypeError)
     nodes = graph_nodes(y)
+    if len(nodes) > MAX_NODES:
+        _check.fail("graph", "y's graph", f"at most {MAX_NODES} nodes (to_dot writes larger "
+                    "ones for Graphviz)", len(nodes))
     marked = graphview._check_marks("graph", nodes, marks)
     edges = graph_edges(nodes)
     labels = ["\n".join(graphview.label(n)) for n in nodes]
@@ -106,20 +110,19 @@ def graph(y, path=None, marks=None, title=None):
     boxes = []
     for i, node in enumerate(nodes):
         function = not isinstance(node, Tensor)
-        fill = (graphview.TENSOR_FILL if not function else
-                graphview.FREED_FILL if node.inputs is None else graphview.FUNCTION_FILL)
         edge = graphview.MARK if id(node) in marked else "0.35"
         boxes.append(ax.text(
             x[i], yc[i], labels[i], ha="center", va="center", family="monospace",
             fontsize=FONT_PT, zorder=3, fontweight="bold" if function else "normal",
-            bbox=dict(boxstyle=f"{'square' if function else 'round'},pad=0.5", fc=fill,
+            bbox=dict(boxstyle=f"{'square' if function else 'round'},pad=0.5",
+                      fc=graphview.fill(node),
                       ec=edge, lw=2.5 if id(node) in marked else 1.0)))
         if notes[i]:  # on white, legible where an arrow passes under it
             ax.annotate(notes[i], xy=(0.5, 0), xycoords=boxes[i], xytext=(0, -FONT_PT),
                         textcoords="offset points", ha="center", va="top", family="monospace",
                         fontsize=MARK_PT, color=graphview.MARK, zorder=3,
                         bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.85))
-    times = {e: edges.count(e) for e in edges}
+    times = Counter(edges)
     drawn = {}
     for i, j in edges:  # a tensor used n times by one Function: n arcs, bent apart evenly
         k = drawn[i, j] = drawn.get((i, j), -1) + 1
