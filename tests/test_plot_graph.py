@@ -5,6 +5,7 @@ known exactly. The DOT text is read back by a small parser written here (nodes,
 edges, quoted labels with their escapes), and by Graphviz's `dot` when it is
 installed (skipped otherwise).
 """
+import pathlib
 import re
 import shutil
 import struct
@@ -49,7 +50,7 @@ def dac_net_graph():
 
 
 def png_size(path):
-    data = open(path, "rb").read()
+    data = pathlib.Path(path).read_bytes()
     assert data[:8] == PNG_SIGNATURE, f"{path} is not a PNG"
     assert data[12:16] == b"IHDR"
     return len(data), struct.unpack(">II", data[16:24])
