@@ -148,8 +148,8 @@ results.append(("retain_grad keeps dL/dd = 2d on the inner d", 2 * d.item(), d.g
                 d.grad.item() == 2 * d.item()))
 
 # %% [markdown]
-# Read it right to left, as the walk ran: dL/dL = 1; the last Mul sends d one
-# gradient along each arrow, d = 4 and d = 4, which add up to 8; Add passes 8 on to
+# Read it right to left, as the walk ran: dL/dL = 1; the last Mul sends d a
+# gradient along each arrow, 1 * d = 4 twice, which add up to 8; Add passes 8 on to
 # e and to c unchanged; the first Mul gives each factor the other one times 8:
 # dL/da = 8 b = -24 and dL/db = 8 a = 16.
 
@@ -244,14 +244,15 @@ a, b, c = (tu.tensor(v, requires_grad=True, dtype="float64", name=name)
 e = WrongMul()(a, b)
 d = e + c
 L = Mul()(d, d)
+for t, name in ((e, "e"), (d, "d"), (L, "L")):
+    t.name = name
 marks = {}
 for fn in (node for node in plot.graph_nodes(L) if isinstance(node, tu.Function)):
-    report = tu.gradcheck(type(fn)(), [x.data for x in fn.inputs])  # a fresh node, alone
+    # a fresh node of the same class (these take no settings), on fn's own inputs
+    report = tu.gradcheck(type(fn)(), [x.data for x in fn.inputs])
     print(f"{type(fn).__name__} alone:\n{report}")
     if not report.ok:
         marks[fn] = wrong_rows(fn, report)
-for t, name in ((e, "e"), (d, "d"), (L, "L")):
-    t.name = name
 figure(plot.graph(L, out("graph_wrong_node.png"), marks=marks,
                   title="gradcheck of each Function alone: the wrong node in red"))
 found = [type(fn).__name__ for fn in marks]
