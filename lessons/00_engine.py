@@ -95,6 +95,25 @@ for name, t in (("e = a*b", e), ("d = e+c", d), ("L = d*d", L)):
     print(f"{name:10s} value {t.item():7.2f}   made by {type(t.creator).__name__}")
 
 # %% [markdown]
+# `plot.graph` draws that graph: a box for every tensor (its name, shape and dtype,
+# its value when it is one number), a box for every Function (its class), and
+# arrows in the direction of the forward pass. A tensor's `name` is only a label
+# for such pictures; nothing computes with it.
+
+# %%
+for t, name in ((a, "a"), (b, "b"), (c, "c"), (e, "e"), (d, "d"), (L, "L")):
+    t.name = name
+figure(plot.graph(L, out("graph_forward.png"), title="L = (a b + c)^2, the forward pass"))
+nodes = plot.graph_nodes(L)
+print(f"{len(nodes)} nodes: {sum(isinstance(n, tu.Tensor) for n in nodes)} tensors, "
+      f"{sum(isinstance(n, tu.Function) for n in nodes)} Functions")
+
+# %% [markdown]
+# Read it left to right, as the forward pass ran: Mul makes e from a and b, Add
+# makes d from e and c, and the last Mul takes d twice (two arrows from d). Each
+# column holds what can be computed once the columns to its left are known.
+
+# %% [markdown]
 # ## 2. The backward walk
 #
 # To get dL/dx for every leaf x, start at L with dL/dL = 1 and visit the nodes
@@ -132,6 +151,34 @@ for name, x in (("a", a), ("b", b), ("c", c)):
     print(f"dL/d{name}: our walk {ours[id(x)].item():7.2f}   engine {x.grad.item():7.2f}")
 same = all(ours[id(x)].item() == x.grad.item() for x in (a, b, c))
 results.append(("our walk gives the engine's gradients", True, same, same))
+
+# %% [markdown]
+# The engine frees the graph as its walk goes: each Function drops its inputs and
+# the arrays it saved, so that a training loop does not keep every step's graph
+# alive (drawn now, L's graph is only L and the Mul that made it). To see the
+# gradients on the graph, we build it again and keep it with
+# `backward(retain_graph=True)`. Only leaves keep `.grad`; `retain_grad()` asks an
+# inner tensor to keep its own.
+
+# %%
+for x in (a, b, c):
+    x.grad = None  # the walk above filled them; gradients would add up
+e = Mul()(a, b)
+d = e + c
+L = Mul()(d, d)
+for t, name in ((e, "e"), (d, "d"), (L, "L")):
+    t.name = name
+    t.retain_grad()
+L.backward(retain_graph=True)
+figure(plot.graph(L, out("graph_backward.png"), title="after L.backward(): dL/dx on every box"))
+results.append(("retain_grad keeps dL/dd = 2d on the inner d", 2 * d.item(), d.grad.item(),
+                d.grad.item() == 2 * d.item()))
+
+# %% [markdown]
+# Read it right to left, as the walk ran: dL/dL = 1; the last Mul sends d a
+# gradient along each arrow, 1 * d = 4 twice, which add up to 8; Add passes 8 on to
+# e and to c unchanged; the first Mul gives each factor the other one times 8:
+# dL/da = 8 b = -24 and dL/db = 8 a = 16.
 
 # %% [markdown]
 # ## 3. A value used twice: gradients add
@@ -208,6 +255,55 @@ print("Square:\n", right, "\nWrongSquare:\n", wrong, "\nMul:\n", yours, sep="")
 results.append(("gradcheck passes Square", True, right.ok, right.ok))
 results.append(("gradcheck passes the planted WrongSquare", False, wrong.ok, not wrong.ok))
 results.append(("gradcheck passes Mul", True, yours.ok, yours.ok))
+
+# %% [markdown]
+# In a graph of many Functions, a failed check of the whole says only that some
+# backward is wrong. Checking each Function alone, on the inputs it was called
+# with, says which. Here is L = (a b + c)^2 again, on 4 x 3 arrays, with the
+# planted WrongMul as its product: your Mul with the sign of dL/db flipped. We
+# mark the node that fails on the picture, with the failing rows of its report.
+
+# %%
+class WrongMul(Mul):
+    def backward(self, g):
+        da, db = super().backward(g)  # your Mul's gradients...
+        return da, -db                # ...with the planted mistake: dL/db's sign flipped
+
+
+def wrong_rows(fn, report):
+    """The failing rows of a node's report as one line each: which input, how wrong."""
+    lines = []
+    for x, row in zip(fn.inputs, report.rows):  # one row per input, in order
+        story = getattr(row, "diagnosis", "")  # gradcheck's diagnosis, where it has one
+        if not row.ok:
+            lines.append(f"gradient of {x.name}: max rel err {row.max_rel:.1e}"
+                         + (f", {story}" if story else ""))
+    return "; ".join(lines)
+
+
+a, b, c = (tu.tensor(v, requires_grad=True, dtype="float64", name=name)
+           for v, name in ((a0, "a"), (b0, "b"), (np.ones((4, 3)), "c")))
+e = WrongMul()(a, b)
+d = e + c
+L = Mul()(d, d)
+for t, name in ((e, "e"), (d, "d"), (L, "L")):
+    t.name = name
+marks = {}
+for fn in (node for node in plot.graph_nodes(L) if isinstance(node, tu.Function)):
+    # a fresh node of the same class (these take no settings), on fn's own inputs
+    report = tu.gradcheck(type(fn)(), [x.data for x in fn.inputs])
+    print(f"{type(fn).__name__} alone:\n{report}")
+    if not report.ok:
+        marks[fn] = wrong_rows(fn, report)
+figure(plot.graph(L, out("graph_wrong_node.png"), marks=marks,
+                  title="gradcheck of each Function alone: the wrong node in red"))
+found = [type(fn).__name__ for fn in marks]
+results.append(("checking each node alone finds the wrong one", "WrongMul", ", ".join(found),
+                found == ["WrongMul"]))
+
+# %% [markdown]
+# Only the first product fails, and only for b: WrongMul's backward returns -g a for
+# b, where dL/db = g a. Add, and the correct Mul that squares d, pass.
 
 # %% [markdown]
 # **Your turn, again.** Besides `engine_mul` and `engine_sum_to`, the exercises

@@ -215,6 +215,26 @@ def test_lesson_pages_show_the_runs_outputs(site):
         assert (site / "lessons" / name / f"{name}.ipynb").exists(), f"{name}: no notebook to download"
 
 
+def test_lesson0_and_the_api_page_show_the_graph_pictures(site):
+    import nbformat
+    name = "00_engine"
+    notebook = nbformat.read(site / "lessons" / name / f"{name}.ipynb", as_version=4)
+    drawn = [c for c in notebook.cells if c.cell_type == "code" and "plot.graph(" in c.source]
+    assert len(drawn) == 3, "lesson 0 draws its graph before and after backward, and marked"
+    for cell in drawn:
+        assert any("image/png" in o.get("data", {}) for o in cell.outputs), cell.source[-200:]
+    page = (site / "lessons" / name / "index.html").read_text(encoding="utf-8")
+    assert page.count('src="data:image/png;base64,') >= 5, "3 graphs and 2 spiral figures"
+    api = (site / "api" / "training" / "index.html").read_text(encoding="utf-8")
+    assert '<img alt="The graph of L' in api and 'src="../graph_example.png"' in api
+    assert (site / "api" / "graph_example.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_api_pages_graph_picture_is_drawn_by_its_example(hooks):
+    png = hooks.graph_example(ROOT / "docs")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+
 def tex_count(markdown):
     return len(TEX.findall(markdown))
 

@@ -1,14 +1,18 @@
-"""Figures saved as PNG files: learning curves and decision regions.
+"""Figures saved as PNG files: learning curves, decision regions, the graph of a tensor.
 
 matplotlib runs on its Agg backend (no display needed); every function takes
-the output path, creates its folder, and returns the path.
+the output path, creates its folder, and returns the path (graph, without a
+path, returns the figure instead). The graph's nodes, labels, layout and its
+Graphviz DOT text live in tinyunits.graphview; graph draws them.
 """
 from __future__ import annotations
 
 import os
+from collections import Counter
 
-from . import backend
-from .tensor import no_grad, tensor
+from . import _check, backend, graphview
+from .graphview import graph_edges, graph_nodes, to_dot  # noqa: F401  (plot's API)
+from .tensor import Tensor, no_grad, tensor
 
 
 def _pyplot():
@@ -59,3 +63,106 @@ def decision_regions(model, X, y, path, resolution=200, title=None):
     ax.scatter(X[:, 0], X[:, 1], c=y, s=8, cmap="coolwarm", edgecolors="k", linewidths=0.2)
     ax.set_title(title or "decision regions")
     return _save(fig, path)
+
+
+# A graph is drawn in inches: monospace text of a known size decides each box.
+FONT_PT, MARK_PT = 9, 8
+CHAR_IN, LINE_IN = 0.6 * FONT_PT / 72, 1.2 * FONT_PT / 72
+PAD_IN = 0.5 * FONT_PT / 72                 # the box's padding around its text
+COLUMN_GAP_IN, ROW_GAP_IN, MARGIN_IN = 0.55, 0.25, 0.3
+MAX_NODES = 400  # past this a picture is neither legible nor small enough to save
+
+
+def graph(y, path=None, marks=None, title=None):
+    """Draw the graph that made tensor y: a box per tensor (name, shape, dtype,
+    value if it is one number, gradient after backward) and per Function (its
+    class), arrows in the direction of the forward pass, columns by depth
+    (tinyunits.graphview.layers). marks, {Tensor or Function of the graph: text},
+    draws those nodes with a red border and the text under them. A graph that
+    backward freed is drawn as far as it remains, and the picture says so.
+    Saves a PNG and returns path when path is given; returns the figure otherwise.
+
+        L.backward(retain_graph=True)     # keep the graph to draw its gradients
+        plot.graph(L, "graph.png", marks={L.creator: "look here"})
+    """
+    if not isinstance(y, Tensor):
+        _check.fail("graph", "y", "a Tensor", y, TypeError)
+    nodes = graph_nodes(y)
+    if len(nodes) > MAX_NODES:
+        _check.fail("graph", "y's graph", f"at most {MAX_NODES} nodes (to_dot writes larger "
+                    "ones for Graphviz)", len(nodes))
+    marked = graphview._check_marks("graph", nodes, marks)
+    edges = graph_edges(nodes)
+    labels = ["\n".join(graphview.label(n)) for n in nodes]
+    notes = [marked.get(id(n), "") for n in nodes]
+    heading = [title] if title else []
+    if graphview.freed(nodes):
+        heading += ["backward freed part of this graph;", "backward(retain_graph=True) keeps it"]
+    x, yc, width, height = _place(graphview.layers(nodes, edges), labels, notes, heading)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(width, height))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.axis("off")
+    if heading:
+        ax.text(width / 2, height - MARGIN_IN / 2, "\n".join(heading), ha="center", va="top",
+                family="monospace", fontsize=FONT_PT + 1)
+    boxes = []
+    for i, node in enumerate(nodes):
+        function = not isinstance(node, Tensor)
+        edge = graphview.MARK if id(node) in marked else "0.35"
+        boxes.append(ax.text(
+            x[i], yc[i], labels[i], ha="center", va="center", family="monospace",
+            fontsize=FONT_PT, zorder=3, fontweight="bold" if function else "normal",
+            bbox=dict(boxstyle=f"{'square' if function else 'round'},pad=0.5",
+                      fc=graphview.fill(node),
+                      ec=edge, lw=2.5 if id(node) in marked else 1.0)))
+        if notes[i]:  # on white, legible where an arrow passes under it
+            ax.annotate(notes[i], xy=(0.5, 0), xycoords=boxes[i], xytext=(0, -FONT_PT),
+                        textcoords="offset points", ha="center", va="top", family="monospace",
+                        fontsize=MARK_PT, color=graphview.MARK, zorder=3,
+                        bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.85))
+    times = Counter(edges)
+    drawn = {}
+    for i, j in edges:  # a tensor used n times by one Function: n arcs, bent apart evenly
+        k = drawn[i, j] = drawn.get((i, j), -1) + 1
+        bend = 0.4 * (k - (times[i, j] - 1) / 2)
+        ax.annotate("", xy=(0, 0.5), xycoords=boxes[j], xytext=(1, 0.5), textcoords=boxes[i],
+                    arrowprops=dict(arrowstyle="-|>", color="0.3", lw=1.0,
+                                    shrinkA=FONT_PT / 2, shrinkB=FONT_PT / 2 + 1,
+                                    connectionstyle=f"arc3,rad={bend}"), zorder=2)
+    for text in ax.texts:  # tight_layout: the drawing fills the axes, whose size it chose
+        text.set_in_layout(False)
+    return fig if path is None else _save(fig, path)
+
+
+def _place(columns, labels, notes, heading):
+    """Centres (inches) of every node's box, and the figure's size: columns left to
+    right, each node's box stacked with its mark's text under it, the heading's
+    lines above. Columns are centred on their boxes, without the last one's mark,
+    so that a column of one box lines up with the next whether marked or not."""
+    def size(text, points, line):
+        rows = text.split("\n") if text else []
+        return max(map(len, rows), default=0) * points * 0.6 / 72, len(rows) * line
+    n = len(labels)
+    box = [size(labels[i], FONT_PT, LINE_IN) for i in range(n)]
+    box = [(w + 2 * PAD_IN, h + 2 * PAD_IN) for w, h in box]
+    note = [size(notes[i], MARK_PT, 1.2 * MARK_PT / 72) for i in range(n)]
+    tall = [box[i][1] + (note[i][1] + FONT_PT / 72 if notes[i] else 0) for i in range(n)]
+    wide = [max(max(box[i][0], note[i][0]) for i in col) for col in columns]
+    below = [tall[col[-1]] - box[col[-1]][1] for col in columns]  # the last mark's text
+    stack = [sum(tall[i] for i in col) + ROW_GAP_IN * (len(col) - 1) - extra
+             for col, extra in zip(columns, below)]
+    head_w, head_h = size("\n".join(heading), FONT_PT + 1, 1.2 * (FONT_PT + 1) / 72)
+    width = max(sum(wide) + COLUMN_GAP_IN * (len(columns) - 1), head_w) + 2 * MARGIN_IN
+    inner = max(h + 2 * extra for h, extra in zip(stack, below))
+    height = inner + 2 * MARGIN_IN + head_h
+    left = (width - sum(wide) - COLUMN_GAP_IN * (len(columns) - 1)) / 2
+    x, y = [0.0] * n, [0.0] * n
+    for col, w, h in zip(columns, wide, stack):
+        top = MARGIN_IN + (inner + h) / 2
+        for i in col:
+            x[i], y[i] = left + w / 2, top - box[i][1] / 2
+            top -= tall[i] + ROW_GAP_IN
+        left += w + COLUMN_GAP_IN
+    return x, y, width, height

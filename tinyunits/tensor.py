@@ -11,6 +11,10 @@ a leaf's `.grad` keeps adding up across backward calls until `zero_grad()`.
 Only leaves (tensors no Function made) keep `.grad`, unless `retain_grad()` is
 called. After backward the graph is freed; a second backward through it raises
 RuntimeError unless the first was called with `retain_graph=True`.
+
+A tensor may carry a name (`tu.tensor(..., name="a")`, or `t.name = "a"` later):
+only for people, in pictures of the graph (tinyunits.plot.graph); nothing computes
+with it.
 """
 from __future__ import annotations
 
@@ -66,7 +70,7 @@ def sum_to(g, shape):
 class Tensor:
     """An array with a gradient; operators build the graph as they compute."""
 
-    __slots__ = ("data", "grad", "creator", "requires_grad", "_retain")
+    __slots__ = ("data", "grad", "creator", "requires_grad", "_retain", "name")
     __array_priority__ = 1000.0  # numpy scalar * Tensor must reach Tensor.__rmul__
 
     def __init__(self, data, requires_grad: bool = False, creator=None):
@@ -75,6 +79,7 @@ class Tensor:
         self.creator = creator
         self.requires_grad = requires_grad
         self._retain = False
+        self.name = None  # a label for pictures of the graph; set with tensor(..., name=)
 
     # ------------------------------------------------------------------ properties
     shape = property(lambda self: self.data.shape)
@@ -226,9 +231,12 @@ def _topological_order(root: Tensor) -> list:
     return order
 
 
-def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
-    """A leaf tensor on the current backend. Floats default to the default dtype."""
+def tensor(data, requires_grad: bool = False, dtype=None, name=None) -> Tensor:
+    """A leaf tensor on the current backend. Floats default to the default dtype;
+    name labels it in pictures of the graph (tinyunits.plot.graph)."""
     check.flag("tensor", "requires_grad", requires_grad)
+    if name is not None and not isinstance(name, str):
+        check.fail("tensor", "name", "a str or None", name, TypeError)
     if isinstance(data, Tensor):
         data = data.data
     try:
@@ -244,7 +252,9 @@ def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
                    "gradients)", f"dtype {array.dtype}", TypeError)
     if dtype is None and array.dtype.kind == "f":
         array = array.astype(_Config.default_dtype, copy=False)
-    return Tensor(array, requires_grad=requires_grad)
+    t = Tensor(array, requires_grad=requires_grad)
+    t.name = name
+    return t
 
 
 def as_tensor(x, like: Tensor | None = None) -> Tensor:

@@ -5,6 +5,8 @@
   mkdocs-jupyter as lessons/NN_name.ipynb.
 - exercises.md, generated from the course's own registry (tinyunits.course.EXERCISES)
   at every build, so the list never goes stale.
+- api/graph_example.png, the API page's picture of a graph, drawn at every build by
+  running docs/api/graph_example.py, the example the page shows beside it.
 - A lesson's links to docs (../docs/papers/dac.md, as the checkout sees them) lead to
   the site's pages instead (papers/dac/).
 - KaTeX, pinned, from the npm registry (`npm pack`, once, into the cache), copied into
@@ -110,6 +112,20 @@ def exercises_page() -> str:
     return head + "\n".join(rows) + f"\n\n{len(rows) - 2} exercises, {total} points in all.\n"
 
 
+def graph_example(docs) -> bytes:
+    """The PNG that docs/api/graph_example.py draws, run as a reader runs it (in a
+    folder of its own, with this checkout's tinyunits)."""
+    env = dict(os.environ, MPLBACKEND="Agg",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(site_lessons.ROOT),
+                                                        os.environ.get("PYTHONPATH")])))
+    with tempfile.TemporaryDirectory() as tmp:
+        run = subprocess.run([sys.executable, str(pathlib.Path(docs) / "api" / "graph_example.py")],
+                             cwd=tmp, env=env, capture_output=True, text=True)
+        if run.returncode != 0:
+            raise RuntimeError(f"site: docs/api/graph_example.py failed:\n{run.stderr[-3000:]}")
+        return (pathlib.Path(tmp) / "graph.png").read_bytes()
+
+
 @event_priority(100)  # before mkdocs-jupyter's on_files, which claims the notebooks
 def on_files(files, config):
     mode = os.environ.get("SITE_MODE", "quick")
@@ -119,6 +135,8 @@ def on_files(files, config):
         files.append(File(f"lessons/{notebook.name}", src_dir=str(notebook.parent.parent),
                           dest_dir=config.site_dir, use_directory_urls=config.use_directory_urls))
     files.append(File.generated(config, "exercises.md", content=exercises_page()))
+    files.append(File.generated(config, "api/graph_example.png",
+                                content=graph_example(pathlib.Path(config.docs_dir))))
     dist = katex()
     for path in sorted(p for p in dist.rglob("*") if p.is_file() and (
             p.parent.name == "fonts" or str(p.relative_to(dist)) in KATEX_FILES)):
