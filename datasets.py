@@ -744,6 +744,12 @@ _BOARD_END = _BOARD_START + 12 * _BOARD_CELL
 _BOARD_TRAIN = 1640       # 25 % of 6561, as in the paper
 
 
+def _corner(where, corner):
+    _need(isinstance(corner, (int, np.integer)) and not isinstance(corner, bool), where,
+          "corner", "0 or 1", corner, TypeError)
+    _need(corner in (0, 1), where, "corner", "0 or 1", corner)
+
+
 def checkerboard_grid(corner=0):
     """The HanNet checkerboard as a grid: (coords (81,) float32, labels (81, 81) int64).
 
@@ -756,8 +762,7 @@ def checkerboard_grid(corner=0):
     colour comes first; the default corner=0 is how the authors' code builds it
     (np.kron of [[0, 1, ...], [1, 0, ...]] in yyy32/HanNet, utl.problem).
     """
-    _count("checkerboard_grid", "corner", corner, low=0)
-    _need(corner <= 1, "checkerboard_grid", "corner", "0 or 1", corner)
+    _corner("checkerboard_grid", corner)
     coords = np.linspace(-1, 1, _BOARD_POINTS).astype(np.float32)
     idx = np.arange(_BOARD_POINTS)
     inside = (idx >= _BOARD_START) & (idx < _BOARD_END)
@@ -782,6 +787,7 @@ def checkerboard(flip=0.0, seed=0, corner=0):
     """
     _real("checkerboard", "flip", flip, 0, 1)
     _seed("checkerboard", seed)
+    _corner("checkerboard", corner)
     coords, labels = checkerboard_grid(corner)
     xx, yy = np.meshgrid(coords, coords, indexing="ij")
     points = np.stack([xx.ravel(), yy.ravel()], axis=1)
@@ -894,6 +900,7 @@ def random_smooth_map(seed=0):
     Row k = i * 101 + j holds the point (coords[i], coords[j]) and target z[i, j]
     of :func:`smooth_map_grid` (use that function for the 101 x 101 grid).
     """
+    _seed("random_smooth_map", seed)
     coords, z = smooth_map_grid(seed)
     xx, yy = np.meshgrid(coords, coords, indexing="ij")
     return np.stack([xx.ravel(), yy.ravel()], axis=1), z.ravel()

@@ -116,20 +116,20 @@ def _loss_value(where, loss, training):
     """The float value of a loss_fn result, after checking it is one value and, when
     training, that backward can reach the parameters from it."""
     if not isinstance(loss, Tensor):
-        check.fail(where, "loss_fn", "to return a Tensor", type(loss).__name__, TypeError)
+        raise TypeError(f"{where}: loss_fn must return a Tensor, got {type(loss).__name__}")
     if loss.size != 1:
-        check.fail(where, "loss_fn", "to return a scalar Tensor (one value: reduce the "
-                   "per-row losses, e.g. with .mean())", f"shape {tuple(loss.shape)}")
+        raise ValueError(f"{where}: loss_fn must return a scalar Tensor (one value: reduce the "
+                         f"per-row losses, e.g. with .mean()), got shape {tuple(loss.shape)}")
     if training and not loss.requires_grad:
-        check.fail(where, "loss_fn", "to return a Tensor computed from the model's "
-                   "trainable parameters", "one without a graph (requires_grad=False)")
+        raise ValueError(f"{where}: loss_fn must return a Tensor computed from the model's "
+                         "trainable parameters, got one without a graph (requires_grad=False)")
     return loss.item()
 
 
 def _metric_value(where, value):
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        check.fail(where, "metric", "to return a real number (e.g. .item() of a Tensor)",
-                   type(value).__name__, TypeError)
+        raise TypeError(f"{where}: metric must return a real number (e.g. .item() of a "
+                        f"Tensor), got {type(value).__name__}")
     return value
 
 
