@@ -1118,8 +1118,9 @@ def _noisy_shuffled(where, x, y, noise, seed):
 def _check_pair(where, X, y):
     """Refuse what is not a pair of arrays with one row of y per row of X."""
     for name, a in (("X", X), ("y", y)):
-        _need(isinstance(a, np.ndarray) and a.ndim >= 1, where, name, "a NumPy array with a row axis",
-              type(a).__name__ if not isinstance(a, np.ndarray) else f"shape {a.shape}", TypeError)
+        _need(isinstance(a, np.ndarray) and a.ndim >= 1, where, name,
+              "a NumPy array with a row axis",
+              f"shape {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__, TypeError)
     _need(len(X) == len(y), where, "y", f"one row per row of X ({len(X)})", f"{len(y)} rows")
 
 

@@ -54,7 +54,8 @@ def _blobs(n=40, seed=0):
 def test_fit_refuses_a_loss_that_is_not_one_value():
     model = nn.Linear(2, 2)
     per_row = lambda out, target: ((out - 1.0) ** 2).sum(axis=1)  # noqa: E731 - (N,): no mean
-    with pytest.raises(ValueError, match=r"fit: loss_fn must return a scalar Tensor .*got shape \(8,\)"):
+    with pytest.raises(ValueError, match=r"fit: loss_fn must return a scalar Tensor .*"
+                                         r"got shape \(8,\)"):
         fit(model, per_row, optim.SGD(model.parameters(), lr=0.1), _blobs(), batch_size=8)
 
 

@@ -90,7 +90,8 @@ def test_tmaf_breakpoints_survive_a_float32_round_trip(float64):
     np.testing.assert_array_equal(levels, levels.astype(np.float32))  # levels were rounded
     reference = nn.TMAF(3, [-0.3, 0.1, 0.7], init="random")
     put(reference.levels, levels)
-    np.testing.assert_array_equal(host(layer(tu.tensor(x)).data), host(reference(tu.tensor(x)).data))
+    np.testing.assert_array_equal(host(layer(tu.tensor(x)).data),
+                                  host(reference(tu.tensor(x)).data))
     assert not np.array_equal(y, x)  # (the layer does something)
 
 
