@@ -9,9 +9,9 @@ that turns NaN or infinite stops training with an error naming the epoch and
 step, instead of quietly training on garbage; so does a loss_fn that returns more
 than one value or no graph to the parameters. fit and evaluate hand the model
 back in the train/eval modes it came in, every submodule's own, also when a loss
-or metric raises. Integer labels are checked once
-per data set, and their batches go to the loss as CheckedLabels, so that
-cross_entropy does not read every batch's labels back from the device.
+or metric raises. Integer labels are checked once per data set, and their
+batches go to the loss as CheckedLabels, so that cross_entropy does not read
+every batch's labels back from the device.
 """
 from __future__ import annotations
 

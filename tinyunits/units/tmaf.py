@@ -55,7 +55,7 @@ MAX_BREAKPOINTS = 2 ** 15 - 1
 
 
 def _thresholds(s, dtype):
-    """(lo, hi) in `dtype` with x >= lo iff x >= s and x > hi iff x > s, for every x of that dtype.
+    """(lo, hi) in `dtype`: for every x of that dtype, x >= lo iff x >= s, x > hi iff x > s.
 
     s (the breakpoints as given, float64) need not be a `dtype` number: then lo is the
     next `dtype` number above s and hi the one below, so the bins of a float32 input
