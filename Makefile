@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install tour test test-numpy test-strict gradcheck lessons figures notebooks bench site clean student grade
+.PHONY: install data tour test test-numpy test-strict gradcheck lessons figures notebooks bench site clean student grade
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,12 @@ $(STAMP): setup.cfg pyproject.toml
 
 install: $(STAMP)
 
+# The real data the tests and lessons read (Fashion-MNIST), before any of them runs:
+# found where datasets.py looks (Debian's dataset-fashion-mnist, $TINYUNITS_DATA, the
+# cache), else downloaded and checked; unreachable, one message says how to get it.
+data: install
+	$(PY) datasets.py ensure fashion-mnist
+
 # The main job: check every op's and unit's backward, then run the engine lesson.
 tour: install
 	$(PY) -m tinyunits.gradcheck
@@ -22,17 +28,17 @@ tour: install
 # The suite twice: on NumPy, then on the strict backend (CuPy's refusals, no GPU needed).
 test: test-numpy test-strict
 
-test-numpy: install
+test-numpy: data
 	$(PY) -m pytest -q
 
-test-strict: install
+test-strict: data
 	TINYUNITS_BACKEND=strict $(PY) -m pytest -q
 
 gradcheck: install
 	$(PY) -m tinyunits.gradcheck
 
 # Every lesson in --quick mode (each under 5 minutes on 2 cores); figures land in figures/.
-lessons: install
+lessons: data
 	for lesson in lessons/[0-9]*.py; do echo "== $$lesson"; $(PY) $$lesson --quick || exit 1; done
 
 figures: lessons
@@ -61,7 +67,7 @@ grade: install
 SITE_MODE ?= quick
 SITE_SOLUTIONS ?= 0
 SITE_DIR := $(if $(filter-out 0,$(SITE_SOLUTIONS)),site-solutions,site)
-site: install
+site: data
 	SITE_MODE=$(SITE_MODE) SITE_SOLUTIONS=$(SITE_SOLUTIONS) NO_MKDOCS_2_WARNING=1 \
 		$(PY) -m mkdocs build --site-dir $(SITE_DIR)
 

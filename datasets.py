@@ -16,13 +16,23 @@ directories that holds every file it needs:
 3. the user cache ``~/.cache/tinyunits/<folder>`` (``$XDG_CACHE_HOME/tinyunits``
    when that variable is set);
 4. system paths: Debian's package ``dataset-fashion-mnist`` installs the real
-   Fashion-MNIST in ``/usr/share/datasets/fashion-mnist``.
+   Fashion-MNIST in ``/usr/share/datasets/fashion-mnist``. ``TINYUNITS_NO_SYSTEM_DATA=1``
+   hides them, so a machine with the package can play one without it (the tests
+   of ``make test``'s data step do).
 
 When none does, the loader raises :class:`DatasetNotFoundError` naming the missing
-files, every directory it looked in, and the command that fetches them::
+files, every directory it looked in, and the ways to get them (the command that
+fetches them, and the Debian package where there is one)::
 
     python datasets.py download mnist | fashion-mnist | cifar10 | sgemm
         [--root DIR] [--no-verify] [--quiet]
+
+``python datasets.py ensure NAME`` (what ``make test`` runs before the suite)
+does nothing when a loader would find the files, downloads them otherwise, and
+when that fails prints one message naming both ways to get them and exits 1.
+``TINYUNITS_DATA_MIRROR=URL`` fetches every file by its name from the folder URL
+instead of its official address (a course server on a network without the
+internet); the pinned SHA-256 decides as for the official files.
 
 The downloader writes into ``root/<folder>`` (or ``$TINYUNITS_DATA/<folder>``, or
 the cache), streams each file to a temporary file in that same directory,
@@ -52,6 +62,7 @@ import dataclasses
 import gzip
 import hashlib
 import math
+import numbers
 import os
 import pickle
 import shutil
@@ -110,6 +121,7 @@ class _Spec:
     remotes: tuple
     gzip_ok: bool = False
     system_dirs: tuple = ()
+    package: str | None = None  # the Debian package that fills system_dirs
 
 
 _IDX_FILES = (
@@ -160,6 +172,7 @@ _SPECS = {
             ),
             gzip_ok=True,
             system_dirs=("/usr/share/datasets/fashion-mnist",),
+            package="dataset-fashion-mnist",
         ),
         _Spec(
             "cifar10",
@@ -197,16 +210,42 @@ def _count(where, name, value, low=1):
     _need(value >= low, where, name, f"an int >= {low}", value)
 
 
-def _noise(where, noise):
-    _need(isinstance(noise, (int, float, np.floating)) and not isinstance(noise, bool),
-          where, "noise", "a number >= 0", noise, TypeError)
-    _need(np.isfinite(noise) and noise >= 0, where, "noise", "a finite number >= 0", noise)
+def _real(where, name, value, low=None, high=None, low_open=False):
+    """A finite real number (bool refused) >= low (> low if low_open) and <= high."""
+    above = "" if low is None else f" {'>' if low_open else '>='} {low}"
+    below = "" if high is None else f" and <= {high}" if above else f" <= {high}"
+    expected = f"a finite number{above}{below}"
+    is_real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    _need(is_real, where, name, expected, value, TypeError)
+    in_range = ((low is None or (value > low if low_open else value >= low))
+                and (high is None or value <= high))
+    _need(math.isfinite(value) and in_range, where, name, expected, value)
+    return float(value)
 
 
-def _spec(name):
+def _seed(where, seed):
+    """A seed for numpy.random.default_rng: an int >= 0 (None would not repeat)."""
+    _count(where, "seed", seed, low=0)
+
+
+def _choice(where, name, value, choices):
+    _need(isinstance(value, str) and value in choices, where, name,
+          f"one of {', '.join(map(repr, choices))}", value)
+
+
+def _flag(where, name, value):
+    _need(isinstance(value, bool), where, name, "True or False", value, TypeError)
+
+
+def _fits_float32(where, name, value, *arrays):
+    """Refuse data that a huge ``name`` pushed past float32's range (inf, or NaN from it)."""
+    _need(all(np.isfinite(a).all() for a in arrays), where, name,
+          "small enough for the data to fit in float32", value)
+
+
+def _spec(name, where="download"):
     """The spec of data set ``name``, or a ValueError listing the known names."""
-    if name not in _SPECS:
-        raise ValueError(f"unknown data set {name!r}; known: {', '.join(sorted(_SPECS))}")
+    _need(name in _SPECS, where, "name", f"one of {', '.join(sorted(_SPECS))}", name)
     return _SPECS[name]
 
 
@@ -230,7 +269,11 @@ def _search_dirs(spec, root):
     if os.environ.get("TINYUNITS_DATA"):
         dirs.append(Path(os.environ["TINYUNITS_DATA"]) / spec.folder)
     dirs.append(_cache_dir() / spec.folder)
-    dirs += [Path(d) for d in spec.system_dirs]
+    hide = os.environ.get("TINYUNITS_NO_SYSTEM_DATA", "")
+    _need(hide in ("", "0", "1"), "datasets", "TINYUNITS_NO_SYSTEM_DATA",
+          "'1' (hide the system copies), '0' or unset", hide)
+    if hide != "1":
+        dirs += [Path(d) for d in spec.system_dirs]
     return dirs
 
 
@@ -243,10 +286,14 @@ def _file_in(directory, name, gzip_ok):
     return None
 
 
-def _locate(spec, root):
-    """Map each needed file name to its path in the first complete directory, or raise."""
-    _need(root is None or isinstance(root, (str, os.PathLike)), f"load ({spec.name})", "root",
+def _check_root(where, root):
+    _need(root is None or isinstance(root, (str, os.PathLike)), where, "root",
           "None or a directory path", root, TypeError)
+
+
+def _locate(spec, root, where):
+    """Map each needed file name to its path in the first complete directory, or raise."""
+    _check_root(where, root)
     if root is not None and not Path(root).is_dir():  # a typo must not fall back silently
         raise DatasetNotFoundError(f"{spec.name}: root must be an existing directory, "
                                    f"got {os.fspath(root)!r}; fetch the files into it with:\n"
@@ -261,13 +308,21 @@ def _locate(spec, root):
                         + ("no such directory" if not directory.is_dir()
                            else "missing " + ", ".join(missing)))
     shown = [name + "[.gz]" if spec.gzip_ok else name for name in spec.files]
-    raise DatasetNotFoundError(
-        f"{spec.name}: cannot find the files {', '.join(shown)}.\n"
-        "Looked in:\n" + "\n".join(searched) + "\n"
-        f"Put them in {_download_dir(spec, root)} (or in <DIR>/{spec.folder} and pass root=DIR "
-        f"or set TINYUNITS_DATA=DIR), or fetch them with:\n"
-        f"  python datasets.py download {spec.name}"
-        + (f" --root {root}" if root is not None else ""))
+    raise DatasetNotFoundError(f"{spec.name}: cannot find the files {', '.join(shown)}.\n"
+                               "Looked in:\n" + "\n".join(searched) + "\n" + _ways(spec, root))
+
+
+def _ways(spec, root):
+    """How to get the files of ``spec``: the Debian package if any, the download, the folders."""
+    flag = f" --root {root}" if root is not None else ""
+    ways = [f"  fetch them (checked against pinned SHA-256): python datasets.py download "
+            f"{spec.name}{flag}",
+            f"  or copy them from elsewhere into {_download_dir(spec, root)} (or into "
+            f"<DIR>/{spec.folder} and pass root=DIR or set TINYUNITS_DATA=DIR)"]
+    if spec.package is not None:
+        ways.insert(0, f"  install the Debian package: sudo apt-get install {spec.package} "
+                       f"(it fills {', '.join(spec.system_dirs)})")
+    return "Get them one of these ways:\n" + "\n".join(ways)
 
 
 # --------------------------------------------------------------------------------------
@@ -385,6 +440,14 @@ def _copy_members(archive, members, dest_dir, found, open_member):
             shutil.copyfileobj(src, out)
 
 
+def _mirrored(url):
+    """``url``, or the file of that name under $TINYUNITS_DATA_MIRROR when it is set."""
+    mirror = os.environ.get("TINYUNITS_DATA_MIRROR")
+    if not mirror:
+        return url
+    return mirror.rstrip("/") + "/" + PurePosixPath(urllib.parse.urlparse(url).path).name
+
+
 def download(name, root=None, *, no_verify=False, progress=None):
     """Fetch the official files of data set ``name`` and return the folder holding them.
 
@@ -394,6 +457,10 @@ def download(name, root=None, *, no_verify=False, progress=None):
     always checked.
     """
     spec = _spec(name)
+    _check_root("download", root)
+    _flag("download", "no_verify", no_verify)
+    _need(progress is None or isinstance(progress, bool), "download", "progress",
+          "None, True or False", progress, TypeError)
     dest = _download_dir(spec, root)
     if progress is None:
         progress = sys.stderr.isatty()
@@ -402,11 +469,33 @@ def download(name, root=None, *, no_verify=False, progress=None):
         wanted = remote.members or (fetched.name,)
         if all((dest / w).is_file() for w in wanted):
             continue
-        _fetch(remote.url, fetched, remote.sha256, no_verify=no_verify, progress=progress)
+        _fetch(_mirrored(remote.url), fetched, remote.sha256, no_verify=no_verify,
+               progress=progress)
         if remote.members:
             _extract(fetched, remote.members, dest)
             fetched.unlink()
     return dest
+
+
+def ensure(name, root=None, *, progress=None):
+    """The folder holding data set ``name``: where the loaders find it, else downloaded.
+
+    ``make test`` runs this first (``python datasets.py ensure fashion-mnist``), so
+    a machine without the data fetches it, with a progress bar, before any test
+    needs it. When the files are nowhere and the download fails, raises
+    :class:`DatasetNotFoundError` with one message: why it failed and every way to
+    get the files.
+    """
+    spec = _spec(name, "ensure")
+    try:
+        return next(iter(_locate(spec, root, "ensure").values())).parent
+    except DatasetNotFoundError:
+        pass
+    try:
+        return download(name, root, progress=progress)
+    except (ValueError, OSError) as exc:  # DatasetError is a ValueError
+        raise DatasetNotFoundError(f"{name}: not on this machine, and the download failed:\n"
+                                   f"  {exc}\n{_ways(spec, root)}") from exc
 
 
 # --------------------------------------------------------------------------------------
@@ -463,16 +552,11 @@ def _to_float(images, normalize):
     return (x - np.float32(0.5)) / np.float32(0.5) if normalize == "standard" else x
 
 
-def _check_normalize(normalize):
-    """Refuse an unknown normalisation before any file is read."""
-    if normalize not in ("unit", "standard"):
-        raise ValueError(f"normalize must be 'unit' or 'standard', got {normalize!r}")
-
-
 def _load_idx_set(name, root, normalize):
     """(x_train, y_train, x_test, y_test) of an MNIST-format data set."""
-    _check_normalize(normalize)
-    paths = _locate(_spec(name), root)
+    where = f"load_{name.replace('-', '_')}"
+    _choice(where, "normalize", normalize, ("unit", "standard"))
+    paths = _locate(_spec(name), root, where)
     out = []
     for split in ("train", "t10k"):
         images = _read_idx(paths[f"{split}-images-idx3-ubyte"], 3, (28, 28))
@@ -566,8 +650,8 @@ def load_cifar10(root=None, normalize="unit"):
     (N, 3, 32, 32) normalised as in :func:`load_mnist`, y int64 in 0..9
     (50000 training images from data_batch_1..5, 10000 test from test_batch).
     """
-    _check_normalize(normalize)
-    paths = _locate(_spec("cifar10"), root)
+    _choice("load_cifar10", "normalize", normalize, ("unit", "standard"))
+    paths = _locate(_spec("cifar10"), root, "load_cifar10")
     train = [_read_cifar_batch(paths[name]) for name in _CIFAR_FILES[:-1]]
     x_test, y_test = _read_cifar_batch(paths["test_batch"])
     return (_to_float(np.concatenate([x for x, _ in train]), normalize),
@@ -628,7 +712,8 @@ def load_sgemm(root=None, seed=0):
 
     Returns (x_train, y_train, x_val, y_val, x_test, y_test), float32, x (N, 14), y (N,).
     """
-    table = _read_sgemm_csv(_locate(_spec("sgemm"), root)["sgemm_product.csv"])
+    _seed("load_sgemm", seed)
+    table = _read_sgemm_csv(_locate(_spec("sgemm"), root, "load_sgemm")["sgemm_product.csv"])
     n_inputs = len(_SGEMM_INPUTS)
     x = table[:, :n_inputs].copy()
     x[:, :_SGEMM_POWERS_OF_TWO] = np.log2(x[:, :_SGEMM_POWERS_OF_TWO])
@@ -659,6 +744,12 @@ _BOARD_END = _BOARD_START + 12 * _BOARD_CELL
 _BOARD_TRAIN = 1640       # 25 % of 6561, as in the paper
 
 
+def _corner(where, corner):
+    _need(isinstance(corner, (int, np.integer)) and not isinstance(corner, bool), where,
+          "corner", "0 or 1", corner, TypeError)
+    _need(corner in (0, 1), where, "corner", "0 or 1", corner)
+
+
 def checkerboard_grid(corner=0):
     """The HanNet checkerboard as a grid: (coords (81,) float32, labels (81, 81) int64).
 
@@ -671,8 +762,7 @@ def checkerboard_grid(corner=0):
     colour comes first; the default corner=0 is how the authors' code builds it
     (np.kron of [[0, 1, ...], [1, 0, ...]] in yyy32/HanNet, utl.problem).
     """
-    if corner not in (0, 1):
-        raise ValueError(f"checkerboard_grid: corner must be 0 or 1, got {corner!r}")
+    _corner("checkerboard_grid", corner)
     coords = np.linspace(-1, 1, _BOARD_POINTS).astype(np.float32)
     idx = np.arange(_BOARD_POINTS)
     inside = (idx >= _BOARD_START) & (idx < _BOARD_END)
@@ -695,8 +785,9 @@ def checkerboard(flip=0.0, seed=0, corner=0):
 
     Returns (x_train, y_train, x_test, y_test): x float32 (N, 2), y float32 (N, 2).
     """
-    if not 0.0 <= flip <= 1.0:
-        raise ValueError(f"flip must be a fraction in [0, 1], got {flip}")
+    _real("checkerboard", "flip", flip, 0, 1)
+    _seed("checkerboard", seed)
+    _corner("checkerboard", corner)
     coords, labels = checkerboard_grid(corner)
     xx, yy = np.meshgrid(coords, coords, indexing="ij")
     points = np.stack([xx.ravel(), yy.ravel()], axis=1)
@@ -738,13 +829,14 @@ def focus_blobs(n_samples=2000, n_informative=20, n_noise=20, noise_side="left",
     Returns (x_train, y_train, x_test, y_test, informative): x float32, y int64,
     informative a bool mask over the n_informative + n_noise columns.
     """
-    if noise_side not in ("left", "both"):
-        raise ValueError(f"noise_side must be 'left' or 'both', got {noise_side!r}")
-    if n_informative < 2 or n_samples < 4:
-        raise ValueError("focus_blobs needs n_informative >= 2 and n_samples >= 4, got "
-                         f"{n_informative} and {n_samples}")
-    if not 0 <= flip_y <= 1:
-        raise ValueError(f"focus_blobs: flip_y must lie in [0, 1], got {flip_y}")
+    where = "focus_blobs"
+    _count(where, "n_samples", n_samples, low=4)  # one point per cluster at least
+    _count(where, "n_informative", n_informative, low=2)  # 4 distinct vertices need 2 axes
+    _count(where, "n_noise", n_noise, low=0)
+    _choice(where, "noise_side", noise_side, ("left", "both"))
+    _seed(where, seed)
+    _real(where, "class_sep", class_sep, low=0, low_open=True)  # 0: one vertex, no 4 distinct
+    _real(where, "flip_y", flip_y, 0, 1)
     rng = np.random.default_rng(seed)
     centres = rng.choice([-class_sep, class_sep], size=(4, n_informative))
     while len(np.unique(centres, axis=0)) < 4:  # four distinct vertices; rare redraw
@@ -767,8 +859,9 @@ def focus_blobs(n_samples=2000, n_informative=20, n_noise=20, noise_side="left",
     n_train = round(0.7 * n_samples)
     train, test = order[:n_train], order[n_train:]
     mean, std = _train_statistics(x[train])
-    return (((x[train] - mean) / std).astype(np.float32), labels[train],
-            ((x[test] - mean) / std).astype(np.float32), labels[test], informative)
+    x_train, x_test = (((x[rows] - mean) / std).astype(np.float32) for rows in (train, test))
+    _fits_float32(where, "class_sep", class_sep, x_train, x_test, std)  # std inf: all 0
+    return x_train, labels[train], x_test, labels[test], informative
 
 
 # --------------------------------------------------------------------------------------
@@ -791,6 +884,7 @@ def smooth_map_grid(seed=0):
     value at (coords[i], coords[j]). The values are small (std about 0.05) because the
     kernel averages some 70 independent draws; they are not rescaled.
     """
+    _seed("smooth_map_grid", seed)
     coords = np.linspace(-_MAP_EXTENT, _MAP_EXTENT, _MAP_POINTS)
     kernel = np.exp(-coords ** 2 / (2 * _MAP_SIGMA ** 2))
     kernel /= kernel.sum()
@@ -806,6 +900,7 @@ def random_smooth_map(seed=0):
     Row k = i * 101 + j holds the point (coords[i], coords[j]) and target z[i, j]
     of :func:`smooth_map_grid` (use that function for the 101 x 101 grid).
     """
+    _seed("random_smooth_map", seed)
     coords, z = smooth_map_grid(seed)
     xx, yy = np.meshgrid(coords, coords, indexing="ij")
     return np.stack([xx.ravel(), yy.ravel()], axis=1), z.ravel()
@@ -815,14 +910,26 @@ def random_smooth_map(seed=0):
 # TMAF regression targets (the paper's own formulas are lost; these are ours)
 
 
+def _points(where, x, dim=None):
+    """x as a float64 array (n, d), d = dim when given."""
+    try:
+        x = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        _need(False, where, "x", "numbers", x, TypeError)
+    shape = "(n, d)" if dim is None else f"(n, {dim})"
+    _need(x.ndim == 2 and (dim is None or x.shape[1] == dim), where, "x", f"of shape {shape}",
+          f"shape {x.shape}")
+    return x
+
+
 def tmaf_smooth_fn(x):
     """The smooth TMAF target f(x) = prod_d sin(pi * x_d) for x of shape (n, d)."""
-    return np.prod(np.sin(np.pi * np.asarray(x, dtype=np.float64)), axis=1)
+    return np.prod(np.sin(np.pi * _points("tmaf_smooth_fn", x)), axis=1)
 
 
 def tmaf_oscillatory_fn(x):
     """The oscillatory TMAF target f(x) = sin(2 pi x) + 0.5 sin(20 pi x) for x of shape (n, 1)."""
-    x = np.asarray(x, dtype=np.float64)[:, 0]
+    x = _points("tmaf_oscillatory_fn", x, dim=1)[:, 0]
     return np.sin(2 * np.pi * x) + 0.5 * np.sin(20 * np.pi * x)
 
 
@@ -834,6 +941,7 @@ def tmaf_smooth_target(n=20000, seed=0, dim=2):
     height 1 at the centre. Returns x float32 (n, dim), y float32 (n,).
     """
     _count("tmaf_smooth_target", "n", n)
+    _seed("tmaf_smooth_target", seed)
     _count("tmaf_smooth_target", "dim", dim)
     x = np.random.default_rng(seed).random((n, dim))
     return x.astype(np.float32), tmaf_smooth_fn(x).astype(np.float32)
@@ -848,6 +956,7 @@ def tmaf_oscillatory_target(n=20000, seed=0):
     Returns x float32 (n, 1), y float32 (n,).
     """
     _count("tmaf_oscillatory_target", "n", n)
+    _seed("tmaf_oscillatory_target", seed)
     x = np.random.default_rng(seed).random((n, 1))
     return x.astype(np.float32), tmaf_oscillatory_fn(x).astype(np.float32)
 
@@ -876,18 +985,17 @@ def dac_figure7(which="a"):
     the half-axes x1 <= -1, x2 = 0 and x2 <= -1, x1 = 0, which hold green points
     here: separate with g > 0.)
     """
+    _choice("dac_figure7", "which", which, ("a", "b"))
     if which == "a":
         return (np.array([[0, 0], [1, 1], [2, 2]], dtype=np.float32),
                 np.array([0, 1, 0], dtype=np.int64))
-    if which == "b":
-        ticks = np.arange(-8, 9)  # quarter units, so the edge test is exact in integers
-        a, b = np.meshgrid(ticks, ticks, indexing="ij")
-        a, b = a.ravel(), b.ravel()
-        l1 = np.abs(a) + np.abs(b)
-        keep = l1 != 4
-        points = np.stack([a[keep], b[keep]], axis=1) / 4.0
-        return points.astype(np.float32), (l1[keep] < 4).astype(np.int64)
-    raise ValueError(f"which must be 'a' or 'b', got {which!r}")
+    ticks = np.arange(-8, 9)  # quarter units, so the edge test is exact in integers
+    a, b = np.meshgrid(ticks, ticks, indexing="ij")
+    a, b = a.ravel(), b.ravel()
+    l1 = np.abs(a) + np.abs(b)
+    keep = l1 != 4
+    points = np.stack([a[keep], b[keep]], axis=1) / 4.0
+    return points.astype(np.float32), (l1[keep] < 4).astype(np.int64)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # arrays have no single truth value
@@ -925,11 +1033,16 @@ def random_pl_function(k, seed=0, n=1001, interval=(-1.0, 1.0)):
     with random signs, so consecutive slopes always differ. Returns a
     :class:`PiecewiseLinear` sampled at n points of linspace(lo, hi, n).
     """
-    _count("random_pl_function", "k", k)
-    _count("random_pl_function", "n", n, low=2)
-    _need(len(interval) == 2 and np.isfinite(interval).all() and interval[0] < interval[1],
-          "random_pl_function", "interval", "finite (lo, hi) with lo < hi", interval)
+    where = "random_pl_function"
+    _count(where, "k", k)
+    _seed(where, seed)
+    _count(where, "n", n, low=2)
+    pair = isinstance(interval, (tuple, list)) and len(interval) == 2
+    _need(pair and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in interval),
+          where, "interval", "a pair (lo, hi) of numbers", interval, TypeError)
     lo, hi = interval
+    _need(math.isfinite(lo) and math.isfinite(hi) and lo < hi, where, "interval",
+          "finite (lo, hi) with lo < hi", interval)
     rng = np.random.default_rng(seed)
     width = (hi - lo) / max(k - 1, 1)
     inner = lo + width * (np.arange(k - 1) + 0.1 + 0.8 * rng.random(k - 1))
@@ -937,7 +1050,9 @@ def random_pl_function(k, seed=0, n=1001, interval=(-1.0, 1.0)):
     weight = rng.choice([-1.0, 1.0], size=k) * rng.uniform(0.5, 2.0, size=k)
     fn = PiecewiseLinear(np.empty(0), np.empty(0), inner, np.cumsum(weight), weight, -knots)
     x = np.linspace(lo, hi, n)
-    return dataclasses.replace(fn, x=x.astype(np.float32), y=fn(x).astype(np.float32))
+    sampled = dataclasses.replace(fn, x=x.astype(np.float32), y=fn(x).astype(np.float32))
+    _fits_float32(where, "interval", interval, sampled.x, sampled.y)
+    return sampled
 
 
 # --------------------------------------------------------------------------------------
@@ -953,14 +1068,15 @@ def two_moons(n=200, noise=0.1, seed=0):
     from ``numpy.random.default_rng(seed)``.
     """
     _count("two_moons", "n", n, low=2)
-    _noise("two_moons", noise)
+    _real("two_moons", "noise", noise, low=0)
+    _seed("two_moons", seed)
     n_inner = n // 2
     t_outer = np.linspace(0, np.pi, n - n_inner)
     t_inner = np.linspace(0, np.pi, n_inner)
     x = np.concatenate([np.stack([np.cos(t_outer), np.sin(t_outer)], axis=1),
                         np.stack([1 - np.cos(t_inner), 0.5 - np.sin(t_inner)], axis=1)])
     y = np.repeat(np.array([0, 1], dtype=np.int64), [n - n_inner, n_inner])
-    return _noisy_shuffled(x, y, noise, seed)
+    return _noisy_shuffled("two_moons", x, y, noise, seed)
 
 
 def spirals(n=300, n_classes=2, noise=0.1, seed=0, spin=4.0):
@@ -974,31 +1090,38 @@ def spirals(n=300, n_classes=2, noise=0.1, seed=0, spin=4.0):
     """
     _count("spirals", "n_classes", n_classes)
     _count("spirals", "n", n, low=n_classes)
-    _noise("spirals", noise)
+    _real("spirals", "noise", noise, low=0)
+    _seed("spirals", seed)
+    _real("spirals", "spin", spin)  # any sign: the arms turn the other way
     counts = [n // n_classes + (c < n % n_classes) for c in range(n_classes)]
     radius = np.concatenate([np.linspace(0, 1, m) for m in counts])
     y = np.repeat(np.arange(n_classes, dtype=np.int64), counts)
     angle = spin * radius + 2 * np.pi * y / n_classes
-    return _noisy_shuffled(radius[:, None] * np.stack([np.sin(angle), np.cos(angle)], axis=1),
-                           y, noise, seed)
+    return _noisy_shuffled("spirals", radius[:, None] * np.stack([np.sin(angle), np.cos(angle)],
+                                                                 axis=1), y, noise, seed)
 
 
-def _noisy_shuffled(x, y, noise, seed):
+def _noisy_shuffled(where, x, y, noise, seed):
     """Add N(0, noise^2) to x and shuffle the rows, both from default_rng(seed)."""
     rng = np.random.default_rng(seed)
     x = x + noise * rng.standard_normal(x.shape)
     order = rng.permutation(len(x))
-    return x[order].astype(np.float32), y[order]
+    x = x[order].astype(np.float32)
+    _fits_float32(where, "noise", noise, x)
+    return x, y[order]
 
 
 # --------------------------------------------------------------------------------------
 # Batching
 
 
-def _check_pair(X, y):
-    """Refuse inputs and targets of different lengths."""
-    if len(X) != len(y):
-        raise ValueError(f"X has {len(X)} rows but y has {len(y)}")
+def _check_pair(where, X, y):
+    """Refuse what is not a pair of arrays with one row of y per row of X."""
+    for name, a in (("X", X), ("y", y)):
+        _need(isinstance(a, np.ndarray) and a.ndim >= 1, where, name,
+              "a NumPy array with a row axis",
+              f"shape {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__, TypeError)
+    _need(len(X) == len(y), where, "y", f"one row per row of X ({len(X)})", f"{len(y)} rows")
 
 
 def batches(X, y, batch_size, shuffle=True, seed=None):
@@ -1007,8 +1130,11 @@ def batches(X, y, batch_size, shuffle=True, seed=None):
     With ``shuffle`` the rows are visited in the order of
     ``numpy.random.default_rng(seed).permutation`` (seed None: fresh entropy).
     """
-    _check_pair(X, y)
+    _check_pair("batches", X, y)
     _count("batches", "batch_size", batch_size)
+    _flag("batches", "shuffle", shuffle)
+    if seed is not None:
+        _seed("batches", seed)
     order = np.random.default_rng(seed).permutation(len(X)) if shuffle else np.arange(len(X))
     for start in range(0, len(X), batch_size):
         idx = order[start:start + batch_size]
@@ -1021,11 +1147,14 @@ def train_val_split(X, y, val_fraction, seed=0):
     round(val_fraction * N) rows go to validation, chosen by
     ``numpy.random.default_rng(seed).permutation``.
     """
-    _check_pair(X, y)
-    if not 0.0 < val_fraction < 1.0:
-        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
-    order = np.random.default_rng(seed).permutation(len(X))
+    where = "train_val_split"
+    _check_pair(where, X, y)
+    _real(where, "val_fraction", val_fraction, low=0, high=1, low_open=True)
+    _seed(where, seed)
     n_val = round(val_fraction * len(X))
+    _need(0 < n_val < len(X), where, "val_fraction", f"a share that leaves both parts of "
+          f"{len(X)} rows non-empty", f"{val_fraction} ({n_val} validation rows)")
+    order = np.random.default_rng(seed).permutation(len(X))
     val, train = order[:n_val], order[n_val:]
     return X[train], y[train], X[val], y[val]
 
@@ -1035,22 +1164,27 @@ def train_val_split(X, y, val_fraction, seed=0):
 
 
 def main(argv=None):
-    """``python datasets.py download NAME [--root DIR] [--no-verify] [--quiet]``."""
+    """``python datasets.py download|ensure NAME [--root DIR] [--no-verify] [--quiet]``."""
     parser = argparse.ArgumentParser(prog="python datasets.py",
                                      description="Fetch the real data sets tinyunits uses.")
     commands = parser.add_subparsers(dest="command", required=True)
     fetch = commands.add_parser("download", help="download, verify and install a data set")
-    fetch.add_argument("name", choices=sorted(_SPECS))
-    fetch.add_argument("--root", help="data directory (default: $TINYUNITS_DATA, else "
-                                      f"{_cache_dir()})")
+    need = commands.add_parser("ensure", help="download a data set unless a loader finds it")
+    for command in (fetch, need):
+        command.add_argument("name", choices=sorted(_SPECS))
+        command.add_argument("--root", help="data directory (default: $TINYUNITS_DATA, else "
+                                            f"{_cache_dir()})")
+        command.add_argument("--quiet", action="store_true", help="no progress bar")
     fetch.add_argument("--no-verify", action="store_true",
                        help="accept files that have no pinned SHA-256 (pinned ones are always "
                             "checked)")
-    fetch.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    progress = False if args.quiet else None
     try:
-        dest = download(args.name, args.root, no_verify=args.no_verify,
-                        progress=False if args.quiet else None)
+        if args.command == "download":
+            dest = download(args.name, args.root, no_verify=args.no_verify, progress=progress)
+        else:
+            dest = ensure(args.name, args.root, progress=progress)
     except (ValueError, OSError) as exc:  # DatasetError is a ValueError
         print(f"error: {exc}", file=sys.stderr)
         return 1

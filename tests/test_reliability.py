@@ -571,8 +571,11 @@ def test_save_reports_the_users_path(tmp_path):
 def test_stale_temporary_of_the_same_target_is_removed(tmp_path):
     stale = tmp_path / ".m.npz.tmp-killed.npz"
     stale.write_bytes(b"\0" * 4096)  # what a save killed mid-write leaves behind
+    hour_ago = os.stat(stale).st_mtime - 3600  # past STALE_AFTER: no live save writes it
+    os.utime(stale, (hour_ago, hour_ago))
     other = tmp_path / ".other.npz.tmp-killed.npz"
     other.write_bytes(b"\0")
+    os.utime(other, (hour_ago, hour_ago))
     tu.save(nn.Linear(2, 2), tmp_path / "m.npz")
     assert not stale.exists() and other.exists()
     assert sorted(os.listdir(tmp_path)) == [".other.npz.tmp-killed.npz", "m.npz"]

@@ -4,22 +4,40 @@
     tu.load("model.npz", model)          # copies into model, checking every key and shape
 
 The file holds one array per parameter and buffer plus `"__model__"`, the class
-name of the model, so loading a checkpoint of another model fails clearly. It is
-written to a temporary file in the same folder and renamed into place, so a crash
-mid-write never leaves a half-written checkpoint under the real name; the next
-save to that name removes such a crash's temporary file.
+name of the model, so loading a checkpoint of another model fails clearly.
+
+Writing. save writes a temporary file beside the target and renames it into
+place, so a crash mid-write never leaves a half-written checkpoint under the real
+name. Through a symlink, the file the link points to is written (the link stays a
+link). Several processes or threads may save to one path at once: each writes its
+own temporary (`.<name>.tmp-<pid>-<random>.npz`, created exclusively), every save
+succeeds, and the last rename wins. A temporary that a killed save left behind
+is removed by a later save to that name, once it is untouched for STALE_AFTER
+seconds and the process named in it is not running here: a live save writes its
+temporary continuously, so nothing a running save still needs is ever removed.
+The file gets the mode np.save would give it: an existing file keeps its mode,
+a new one gets 0o666 less the umask.
+
+Non-finite values. A checkpoint holds no NaN or inf, on both sides: save refuses
+them before it touches the file (whatever is there, typically the last good
+checkpoint of a run that has since diverged, stays as it was), and load refuses
+a file holding them (written by other code), since a model loaded from it would
+compute NaN.
 """
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
-import tempfile
+import secrets
+import time
 import zipfile
 import zlib
 
 from . import backend
 
 _MODEL_KEY = "__model__"
+STALE_AFTER = 600.0  # seconds a temporary must be untouched before another save removes it
 
 
 def save(obj, path) -> None:
@@ -37,18 +55,18 @@ def save(obj, path) -> None:
         if not isinstance(name, str) or name == _MODEL_KEY or arrays[name].dtype.kind not in "biufc":
             raise TypeError(f"save: every entry must be a numeric array under a str name "
                             f"other than {_MODEL_KEY!r}, got {name!r}: {arrays[name].dtype}")
+    bad = _non_finite(arrays)
+    if bad is not None:
+        raise ValueError(f"save: obj must hold finite values only (load refuses NaN and inf), "
+                         f"got non-finite values in {bad}; {os.fspath(path)} was not touched")
     if hasattr(obj, "state_dict"):
         arrays[_MODEL_KEY] = np.array(type(obj).__name__)
-    target = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(target))
-    prefix = f".{os.path.basename(target)}.tmp-"
+    target = os.path.realpath(path)  # through a symlink: write the file it points to
     try:
-        # a save killed mid-write left its temporary behind: drop it now
-        for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*")):
-            os.unlink(stale)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".npz")
+        _remove_stale_temporaries(target)
+        fd, tmp = _temporary(target)
     except OSError as err:
-        raise _write_error(target, err) from err
+        raise _write_error(os.fspath(path), err) from err
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **arrays)
@@ -56,10 +74,70 @@ def save(obj, path) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, target)
     except BaseException as err:
-        os.unlink(tmp)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         if isinstance(err, OSError):
-            raise _write_error(target, err) from err
+            raise _write_error(os.fspath(path), err) from err
         raise
+
+
+def _prefix(target):
+    return os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.tmp-")
+
+
+def _temporary(target):
+    """(fd, path) of a new temporary beside `target`, with the mode np.save would give it."""
+    tmp = f"{_prefix(target)}{os.getpid()}-{secrets.token_hex(8)}.npz"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+    try:
+        os.fchmod(fd, os.stat(target).st_mode & 0o777)  # replacing a file: keep its mode
+    except FileNotFoundError:
+        pass
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    return fd, tmp
+
+
+def _remove_stale_temporaries(target):
+    """Remove what killed saves to `target` left: temporaries untouched for STALE_AFTER
+    seconds whose process is not running here (see the module docstring)."""
+    now = time.time()
+    for tmp in glob.glob(glob.escape(_prefix(target)) + "*"):
+        try:
+            stale = now - os.stat(tmp).st_mtime > STALE_AFTER and not _owner_running(tmp)
+            if stale:
+                os.unlink(tmp)
+        except FileNotFoundError:  # another save renamed or removed it meanwhile
+            pass
+
+
+def _owner_running(tmp):
+    """Whether the pid in a temporary's name is a running process on this machine.
+
+    A name without one (an older tinyunits wrote it) counts as not running; off
+    POSIX every owner counts as running, since os.kill(pid, 0) is no probe there.
+    """
+    if os.name != "posix":
+        return True
+    pid = os.path.basename(tmp).rsplit(".tmp-", 1)[1].split("-")[0]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:  # running, as another user
+        return True
+    return True
+
+
+def _non_finite(arrays):
+    """The name of the first array holding NaN or inf, or None."""
+    np = backend.host_module()
+    return next((name for name, a in arrays.items()
+                 if a.dtype.kind in "fc" and not np.isfinite(a).all()), None)
 
 
 def _write_error(target, err):
@@ -87,9 +165,9 @@ def load(path, model=None):
         raise ValueError(f"load: {os.fspath(path)} is not a readable tinyunits checkpoint "
                          f"({err})") from err
     saved_as = str(arrays.pop(_MODEL_KEY)) if _MODEL_KEY in arrays else None
-    for name, a in arrays.items():
-        if a.dtype.kind == "f" and not np.isfinite(a).all():
-            raise ValueError(f"load: {os.fspath(path)} holds non-finite values in {name}")
+    bad = _non_finite(arrays)
+    if bad is not None:
+        raise ValueError(f"load: {os.fspath(path)} holds non-finite values in {bad}")
     if model is None:
         return arrays
     if saved_as is not None and saved_as != type(model).__name__:

@@ -6,13 +6,18 @@
 
 Data are host arrays; each batch moves to the backend as it is used. A loss
 that turns NaN or infinite stops training with an error naming the epoch and
-step, instead of quietly training on garbage. Integer labels are checked once
-per data set, and their batches go to the loss as CheckedLabels, so that
-cross_entropy does not read every batch's labels back from the device.
+step, instead of quietly training on garbage; so does a loss_fn that returns more
+than one value or no graph to the parameters. fit and evaluate hand the model
+back in the train/eval modes it came in, every submodule's own, also when a loss
+or metric raises. Integer labels are checked once per data set, and their
+batches go to the loss as CheckedLabels, so that cross_entropy does not read
+every batch's labels back from the device.
 """
 from __future__ import annotations
 
+import contextlib
 import math
+import numbers
 import sys
 
 from . import _check as check
@@ -94,6 +99,40 @@ def _progress(iterable, total, desc, progress):
     return tqdm(iterable, total=total, desc=desc, leave=False)
 
 
+@contextlib.contextmanager
+def _mode(model, training):
+    """The model in train (or eval) mode inside the block; after it, even on an error,
+    every submodule is back in the mode it had (parents first, so children win)."""
+    modes = [(m, m.training) for _, m in model.named_modules()]
+    model.train(training)
+    try:
+        yield
+    finally:
+        for m, mode in modes:
+            m.train(mode)
+
+
+def _loss_value(where, loss, training):
+    """The float value of a loss_fn result, after checking it is one value and, when
+    training, that backward can reach the parameters from it."""
+    if not isinstance(loss, Tensor):
+        raise TypeError(f"{where}: loss_fn must return a Tensor, got {type(loss).__name__}")
+    if loss.size != 1:
+        raise ValueError(f"{where}: loss_fn must return a scalar Tensor (one value: reduce the "
+                         f"per-row losses, e.g. with .mean()), got shape {tuple(loss.shape)}")
+    if training and not loss.requires_grad:
+        raise ValueError(f"{where}: loss_fn must return a Tensor computed from the model's "
+                         "trainable parameters, got one without a graph (requires_grad=False)")
+    return loss.item()
+
+
+def _metric_value(where, value):
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise TypeError(f"{where}: metric must return a real number (e.g. .item() of a "
+                        f"Tensor), got {type(value).__name__}")
+    return value
+
+
 def _batches(n, batch_size, rng, shuffle):
     order = rng.permutation(n) if shuffle else backend.host_module().arange(n)
     for start in range(0, n, batch_size):
@@ -104,25 +143,22 @@ def evaluate(model, X, y, loss_fn=None, metric=accuracy, batch_size=1024):
     """(mean loss or None, mean metric or None) over (X, y), in eval mode, without a graph."""
     check.callables("evaluate", model=model, loss_fn=loss_fn, metric=metric)
     check.integer("evaluate", "batch_size", batch_size)
-    return _evaluate(model, *_check_data("evaluate", "data", (X, y)), loss_fn, metric,
-                     batch_size)
+    return _evaluate("evaluate", model, *_check_data("evaluate", "data", (X, y)), loss_fn,
+                     metric, batch_size)
 
 
-def _evaluate(model, X, y, high, loss_fn, metric, batch_size):
-    was_training = model.training
-    model.eval()
+def _evaluate(where, model, X, y, high, loss_fn, metric, batch_size):
     losses, metrics, counts = [], [], []
-    with no_grad():
+    with no_grad(), _mode(model, False):
         for start in range(0, len(X), batch_size):
             idx = slice(start, start + batch_size)  # in order: a slice, not a copy
             out = model(tensor(X[idx]))
             target = _targets(y, idx, high)
             counts.append(len(out))
             if loss_fn is not None:
-                losses.append(loss_fn(out, target).item())
+                losses.append(_loss_value(where, loss_fn(out, target), training=False))
             if metric is not None:
-                metrics.append(metric(out, target))
-    model.train(was_training)
+                metrics.append(_metric_value(where, metric(out, target)))
     total = sum(counts)
 
     def weighted(values):
@@ -139,6 +175,8 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     shuffle=False, in the same order every epoch (as some papers' scripts did).
     after_step(model) runs after every optimiser step (e.g. FocusingLinear.constrain).
     The best epoch is the lowest val loss, or the highest val metric when one is given.
+    metric and patience act on val_data, so they need it. The model trains in train
+    mode and is handed back in the modes it came in.
     """
     check.callables("fit", model=model, metric=metric, after_step=after_step)
     if not callable(loss_fn):
@@ -150,6 +188,10 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     batch_size = check.integer("fit", "batch_size", batch_size)
     if patience is not None:
         check.integer("fit", "patience", patience)
+    for name, value in (("patience", patience), ("metric", metric)):
+        if value is not None and val_data is None:
+            check.fail("fit", name, "None when val_data is None (it acts on the validation "
+                       "scores)", value)
     check.integer("fit", "seed", seed, low=0)
     check.flag("fit", "shuffle", shuffle)
     if progress is not None:
@@ -159,41 +201,41 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
         val_data = _check_data("fit", "val_data", val_data)
     rng = backend.host_module().random.default_rng(seed)
     history, best_score, best_state, waited = History(), -math.inf, None, 0
-    for epoch in range(epochs):
-        model.train()
-        total, count = 0.0, 0
-        steps = _batches(len(X), batch_size, rng, shuffle)
-        for step, idx in enumerate(_progress(steps, math.ceil(len(X) / batch_size),
-                                             f"epoch {epoch + 1}/{epochs}", progress)):
-            loss = loss_fn(model(tensor(X[idx])), _targets(y, idx, high))
-            value = loss.item()
-            if not math.isfinite(value):
-                raise FloatingPointError(f"fit: loss became {value} at epoch {epoch + 1}, "
-                                         f"step {step + 1}; lower the learning rate or "
-                                         "check the data")
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            if after_step is not None:
-                after_step(model)
-            total, count = total + value * len(idx), count + len(idx)
-        if scheduler is not None:
-            scheduler.step()
-        history["train_loss"].append(total / count)
-        if val_data is None:
-            continue
-        val_loss, val_metric = _evaluate(model, *val_data, loss_fn, metric, 1024)
-        history["val_loss"].append(val_loss)
-        history["val_metric"].append(val_metric)
-        score = val_metric if metric is not None else -val_loss
-        if score > best_score:
-            best_score, history.best_epoch, waited = score, epoch, 0
-            if patience is not None:
-                best_state = {k: v.copy() for k, v in model.state_dict().items()}
-        else:
-            waited += 1
-            if patience is not None and waited >= patience:
-                break
+    with _mode(model, True):
+        for epoch in range(epochs):
+            total, count = 0.0, 0
+            steps = _batches(len(X), batch_size, rng, shuffle)
+            for step, idx in enumerate(_progress(steps, math.ceil(len(X) / batch_size),
+                                                 f"epoch {epoch + 1}/{epochs}", progress)):
+                loss = loss_fn(model(tensor(X[idx])), _targets(y, idx, high))
+                value = _loss_value("fit", loss, training=True)
+                if not math.isfinite(value):
+                    raise FloatingPointError(f"fit: loss became {value} at epoch {epoch + 1}, "
+                                             f"step {step + 1}; lower the learning rate or "
+                                             "check the data")
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                if after_step is not None:
+                    after_step(model)
+                total, count = total + value * len(idx), count + len(idx)
+            if scheduler is not None:
+                scheduler.step()
+            history["train_loss"].append(total / count)
+            if val_data is None:
+                continue
+            val_loss, val_metric = _evaluate("fit", model, *val_data, loss_fn, metric, 1024)
+            history["val_loss"].append(val_loss)
+            history["val_metric"].append(val_metric)
+            score = val_metric if metric is not None else -val_loss
+            if score > best_score:
+                best_score, history.best_epoch, waited = score, epoch, 0
+                if patience is not None:
+                    best_state = {k: v.copy() for k, v in model.state_dict().items()}
+            else:
+                waited += 1
+                if patience is not None and waited >= patience:
+                    break
     if best_state is not None:
         model.load_state_dict(best_state)
     return history

@@ -27,6 +27,7 @@ class Module:
         object.__setattr__(self, "_modules", {})
         object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "_optional", {})  # buffer name -> its shape when present
+        object.__setattr__(self, "_uncast", set())  # buffers whose dtype astype keeps
         object.__setattr__(self, "training", True)
 
     def __setattr__(self, name, value):
@@ -44,16 +45,19 @@ class Module:
             self._buffers[name] = value
         object.__setattr__(self, name, value)
 
-    def register_buffer(self, name: str, array, shape=None) -> None:
+    def register_buffer(self, name: str, array, shape=None, cast=True) -> None:
         """State that is saved and loaded but not trained (running statistics, a mask).
 
         With `shape`, the buffer is optional: it may be None (then state_dict leaves
-        it out), and a loaded one must have that shape.
+        it out), and a loaded one must have that shape. With cast=False, astype
+        leaves it in its own dtype (TMAF's breakpoints: values, not float32 state).
         """
         setattr(self, name, array)
         self._buffers[name] = array
         if shape is not None:
             self._optional[name] = tuple(shape)
+        if not cast:
+            self._uncast.add(name)
 
     def forward(self, *args):
         raise NotImplementedError(f"{type(self).__name__} has no forward")
@@ -101,7 +105,7 @@ class Module:
                 p.data = p.data.astype(dtype)
                 p.grad = None
             for name, b in list(m._buffers.items()):  # re-registering edits the dict
-                if b is not None:
+                if b is not None and name not in m._uncast:
                     m.register_buffer(name, b.astype(dtype), m._optional.get(name))
         return self
 

@@ -46,6 +46,16 @@ Two numerical guards, neither visible in u beyond float32 rounding:
   would otherwise be subnormal floats, which x86 CPUs multiply some 100x slower.
   The floor moves u by at most 1e-13 of its peak; the backward treats floored
   entries as still Gaussian, an error below 1e-8 relative (gradcheck's narrow case).
+
+Degenerate sigma. The layer computes with max(sigma, 0.01), the floor that
+constrain() clips sigma to, and sigma's gradient is 0 where the floor holds (as
+for any clamp). Without it, sigma = 0 gives 0/0 = NaN in eq. (6), and a sigma
+shrunk far below the grid spacing makes the floored tail dominate the 1/sigma^3
+of (8) with gradients of no meaning. A sigma that an optimiser step pushes to 0
+or below, before constrain() runs, so computes what constrain() would make of it,
+finite in value and gradient. We clamp rather than raise because a check would
+read sigma back from the device at every forward; init and constrain() keep
+sigma in [0.01, 1], so a model trained as the paper says never meets the clamp.
 """
 from __future__ import annotations
 
@@ -67,11 +77,18 @@ def rowdot(a, b):
     return get_array_module(a).einsum("ji,ji->j", a, b)
 
 
+def effective_sigma(sigma):
+    """max(sigma, 0.01): the width the layer computes with (see "Degenerate sigma")."""
+    return get_array_module(sigma).maximum(sigma, SIGMA_RANGE[0])
+
+
 def focus_coefficients(mu, sigma, m):
     """(d, u) of eqs. (6)-(7), both (out, m): d[j,i] = p_i - mu_j and the focus u."""
     xp = get_array_module(mu)
     p = xp.linspace(0.0, 1.0, m, dtype=mu.dtype)
-    nearest = p[xp.clip(xp.rint(mu * (m - 1)), 0, m - 1).astype("int64")]
+    # fmin/fmax clip as clip does, but send a NaN mu to a valid index, so that NaN
+    # flows on to the loss (where fit stops) instead of an IndexError
+    nearest = p[xp.fmax(xp.fmin(xp.rint(mu * (m - 1)), m - 1), 0).astype("int64")]
     d = p - mu[:, None]
     # u is built in place, through phi: see the module docstring for why
     u = d * d
@@ -90,6 +107,8 @@ class FocusingLinearFn(Function):
         self.mask = mask  # fixed 0/1 array (out, in) after pruning, else None
 
     def forward(self, x, W, b, mu, sigma):
+        self.clamped = sigma < SIGMA_RANGE[0]
+        sigma = effective_sigma(sigma)
         d, u = focus_coefficients(mu, sigma, x.shape[-1])
         K = W * u
         if self.mask is not None:
@@ -118,6 +137,7 @@ class FocusingLinearFn(Function):
             # BEGIN SOLUTION focus_dsigma
             gsigma = (rowdot(q, d) - Q * rowdot(ud, ud) / m) / (s * s * s)
             # END SOLUTION focus_dsigma
+            gsigma = get_array_module(gsigma).where(self.clamped, 0.0, gsigma)  # d max(sigma, .)
         gK *= u if self.mask is None else u * self.mask  # dL/dW
         return gx, gK, g2.sum(axis=0), gmu, gsigma
 
@@ -126,7 +146,8 @@ class FocusingLinear(Module):
     """A dense layer whose neurons each learn a Gaussian receptive field (mu, sigma).
 
     weight (out, in), bias (out,), mu (out,), sigma (out,). Call constrain() after
-    every optimiser step: it clips mu to [0, 1] and sigma to [0.01, 1].
+    every optimiser step: it clips mu to [0, 1] and sigma to [0.01, 1]. A sigma
+    below 0.01 is used as 0.01 (see "Degenerate sigma" above).
 
     mu_init: "spread" (linspace(0.2, 0.8, out)), "middle" (0.5 + U(-0.025, 0.025))
     or a sequence of out centres. Weights of neuron j: U(+-sqrt(6) / sqrt(sum_i
@@ -190,7 +211,8 @@ class FocusingLinear(Module):
 
     def focus(self):
         """The normalised focus coefficients u (out, in), eq. (7), as an array."""
-        return focus_coefficients(self.mu.data, self.sigma.data, self.in_features)[1]
+        return focus_coefficients(self.mu.data, effective_sigma(self.sigma.data),
+                                  self.in_features)[1]
 
     def effective_weight(self):
         """K = weight * u (* mask), the weights a dense layer would need (out, in)."""

@@ -7,7 +7,8 @@ the matrix is the Householder reflector of one vector u (eq. 6),
 
 and the activation is the absolute value (section 4.2, Algorithm 1):
 
-    u_hat = u / (||u|| + 1e-14)                        (the authors' guard for u = 0)
+    n     = ||u|| + 1e-14                              (the authors' guard for u = 0)
+    u_hat = u / n
     s     = x . u_hat                                  one number per sample
     z     = H x + b = x - 2 s u_hat + b                (Algorithm 1, line 2)
     y     = |z|                                        (Algorithm 1, line 3)
@@ -24,12 +25,22 @@ Backward, with g = dL/dy and the sum over every batch position:
     BEGIN DERIVATION han_dx han_du
     dL/dx = H g_z = g_z - 2 t u_hat                    (H is symmetric)
     dL/du_hat = -2 sum (t x + s g_z)                   z depends on u_hat via s u_hat
-    dL/du = (dL/du_hat - u_hat (u_hat . dL/du_hat)) / ||u||
+    dL/du = (dL/du_hat - u_hat (u_hat . dL/du_hat)) / n
                                                        d u_hat/du = (I - u_hat u_hat^T) / ||u||
     END DERIVATION han_dx han_du
 
 (dL/du differentiates the normalisation u / ||u||; the 1e-14 guard changes it by
 a relative 1e-14 / ||u||, far below any floating-point effect.)
+
+A zero u has no direction, so H(u) is undefined there. We follow the authors'
+guard and LAPACK's Householder routine (xLARFG takes H = I for a zero vector)
+rather than refuse it: at u = 0, u_hat = 0, so H = I and y = |x + b|, finite; the
+backward divides by the same guarded n, so dL/du = 0 there (exactly the
+derivative of the guarded formula: z is quadratic in u_hat), never 0/0. A u of
+zero stays zero under training and the layer is then |x + b|: only setting u
+makes it so, since each plain gradient step on u is orthogonal to u (the layer
+ignores u's length) and lengthens it. A check that u is non-zero would read u
+back from the device at every forward.
 
 For the ablation of Table 7 (Householder weighting with ReLU instead of |.|),
 activation="relu" swaps the last line for y = max(z, 0), so g_z = g * [z > 0].
@@ -68,8 +79,8 @@ class HanFn(Function):
     def forward(self, x, u, b=None):
         xp = get_array_module(x)
         self.x = x = self._rows(xp, x)
-        self.norm = xp.sqrt(u @ u)
-        self.u_hat = u / (self.norm + EPS)
+        self.norm = xp.sqrt(u @ u) + EPS  # n: guarded here, so the backward is finite at u = 0
+        self.u_hat = u / self.norm
         self.s = x @ self.u_hat
         z = x - (2 * self.s)[:, None] * self.u_hat
         self.has_bias = b is not None

@@ -56,12 +56,29 @@ INITS = ("relu", "leaky", "identity", "random")
 MAX_BREAKPOINTS = 2 ** 15 - 1
 
 
+def _thresholds(s, dtype):
+    """(lo, hi) in `dtype`: for every x of that dtype, x >= lo iff x >= s, x > hi iff x > s.
+
+    s (the breakpoints as given, float64) need not be a `dtype` number: then lo is the
+    next `dtype` number above s and hi the one below, so the bins of a float32 input
+    are those of the exact breakpoints, not of their rounding.
+    """
+    if s.dtype == dtype:
+        return s, s
+    xp = get_array_module(s)
+    near = s.astype(dtype)
+    wide = near.astype(s.dtype)
+    lo = xp.where(wide < s, xp.nextafter(near, xp.asarray(xp.inf, dtype)), near)
+    hi = xp.where(wide > s, xp.nextafter(near, xp.asarray(-xp.inf, dtype)), near)
+    return lo, hi
+
+
 def _bins(x, s):
     """(value bins, slope bins): #{s_k <= x} (eq. 2.3) and #{s_k < x} (left convention)."""
     xp = get_array_module(x)
-    s = s.reshape((-1,) + (1,) * x.ndim)
+    lo, hi = (t.reshape((-1,) + (1,) * x.ndim) for t in _thresholds(s, x.dtype))
     # int16 counts: summing booleans into int64 costs four times as much
-    return (x >= s).sum(axis=0, dtype=xp.int16), (x > s).sum(axis=0, dtype=xp.int16)
+    return (x >= lo).sum(axis=0, dtype=xp.int16), (x > hi).sum(axis=0, dtype=xp.int16)
 
 
 def _flat_index(bins, n_levels):
@@ -192,6 +209,10 @@ class TMAF(Module):
     and upper of the same shape (init 0, except for init="random"). Inputs
     (B, num_features) or (B, num_features, H, W).
 
+    breakpoints: a buffer (saved and loaded with the levels, not trained), kept in
+    float64 exactly as given whatever the layer's dtype, so astype never rounds
+    them; a float32 input is binned against the exact values (see _thresholds).
+
     init:
 
         "relu"      levels 0 left of 0, 1 right of it (needs 0 in breakpoints):
@@ -215,7 +236,8 @@ class TMAF(Module):
         if kind == "tridiagonal":
             self.lower = Parameter(_initial_off_diagonal(init, self.levels.shape))
             self.upper = Parameter(_initial_off_diagonal(init, self.levels.shape))
-        self.register_buffer("breakpoints", backend.asarray(s, dtype=self.levels.dtype))
+        # float64 as given, and kept so by astype: the values the user chose, never rounded
+        self.register_buffer("breakpoints", backend.asarray(s, dtype="float64"), cast=False)
 
     def forward(self, x):
         self.check_input(x, x.ndim >= 2 and x.shape[1] == self.num_features,
