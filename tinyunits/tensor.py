@@ -11,6 +11,16 @@ a leaf's `.grad` keeps adding up across backward calls until `zero_grad()`.
 Only leaves (tensors no Function made) keep `.grad`, unless `retain_grad()` is
 called. After backward the graph is freed; a second backward through it raises
 RuntimeError unless the first was called with `retain_graph=True`.
+
+Version counters (as PyTorch's): every change of a tensor's array made through
+the library (`t.data = a`, `t.data += 1`, an optimiser step, load_state_dict,
+astype) adds one to the tensor's version. Each op records the versions of its
+inputs and output when it records the graph, and backward refuses (RuntimeError,
+naming the tensor and the op) to go through an op whose arrays changed since:
+its saved arrays would give the gradient of values that were never computed.
+Tensors that share one array (a reshape, transpose or slice of another, detach())
+share one counter. A write into the elements (`t.data[0] = 5`) is not seen; see
+`Tensor.data`.
 """
 from __future__ import annotations
 
@@ -63,42 +73,95 @@ def sum_to(g, shape):
     # END SOLUTION engine_sum_to
 
 
+class Version:
+    """How many times an array was changed through the library. Tensors that share
+    one array (views) share one Version, so a change through either is seen by both."""
+
+    __slots__ = ("count",)
+
+    def __init__(self, count: int = 0):
+        self.count = count
+
+
 class Tensor:
     """An array with a gradient; operators build the graph as they compute."""
 
-    __slots__ = ("data", "grad", "creator", "requires_grad", "_retain")
+    # _data, not a plain `data`: the engine's hot path reads the slot, users the property
+    __slots__ = ("_data", "_version", "grad", "creator", "requires_grad", "_retain")
     __array_priority__ = 1000.0  # numpy scalar * Tensor must reach Tensor.__rmul__
 
-    def __init__(self, data, requires_grad: bool = False, creator=None):
-        self.data = data
+    def __init__(self, data, requires_grad: bool = False, creator=None, version=None):
+        self._data = data
+        self._version = Version() if version is None else version
         self.grad = None
         self.creator = creator
         self.requires_grad = requires_grad
         self._retain = False
 
+    @property
+    def data(self):
+        """The array. Changing it after an op used it and before backward is refused.
+
+        `t.data = a` and `t.data += 1` (what optimisers do) count as changes: a
+        backward through a graph that used the old values raises RuntimeError
+        instead of computing a gradient from the new ones. A write into the array's
+        elements (`t.data[0] = 5`, `xp.clip(t.data, out=t.data)`) cannot be seen,
+        as in PyTorch's `.data`: call `t.mark_changed()` after one, or run forward
+        again before backward. Arrays that back a tensor without being one (the
+        array given to tu.tensor, which is not copied when its dtype already fits)
+        are not watched either.
+        """
+        return self._data
+
+    @data.setter
+    def data(self, array):
+        if not backend.is_array(array):
+            check.fail("Tensor.data", "the new value", "an array (tu.tensor(...).data, "
+                       "backend.asarray(...))", type(array).__name__, TypeError)
+        if array is self._data:  # an augmented assignment changed it in place
+            self.mark_changed()
+        else:  # a new array: the tensors that shared the old one keep their counter
+            self._data = array
+            self._version = Version(self._version.count + 1)
+
+    def mark_changed(self) -> None:
+        """Count a change made to this tensor's array in place (the library's own
+        `out=` and `[...] =` writes call this), so that backward refuses a graph
+        that used the old values."""
+        self._version.count += 1
+
     # ------------------------------------------------------------------ properties
-    shape = property(lambda self: self.data.shape)
-    dtype = property(lambda self: self.data.dtype)
-    ndim = property(lambda self: self.data.ndim)
-    size = property(lambda self: self.data.size)
+    shape = property(lambda self: self._data.shape)
+    dtype = property(lambda self: self._data.dtype)
+    ndim = property(lambda self: self._data.ndim)
+    size = property(lambda self: self._data.size)
     T = property(lambda self: self.transpose())
 
     def __len__(self):
-        return len(self.data)
+        return len(self._data)
+
+    def __bool__(self):
+        # without this, bool() would fall back on __len__: tensor([0.0]) would be True
+        if self.size != 1:
+            raise ValueError(f"bool: the truth value of a tensor of shape {self.shape} "
+                             f"({self.size} elements) is ambiguous; compare its item() "
+                             "or reduce it first")
+        return bool(self.item())
 
     def __repr__(self):
         grad = ", requires_grad=True" if self.requires_grad else ""
-        return f"tensor({backend.to_host(self.data)!r}{grad})"
+        return f"tensor({backend.to_host(self._data)!r}{grad})"
 
     def numpy(self):
         """A host NumPy copy of the data (explicit, so allowed on every backend)."""
-        return backend.to_host(self.data).copy()
+        return backend.to_host(self._data).copy()
 
     def item(self):
-        return self.data.item()
+        return self._data.item()
 
     def detach(self) -> "Tensor":
-        return Tensor(self.data)
+        """The same array, out of the graph (it shares this tensor's version counter)."""
+        return Tensor(self._data, version=self._version)
 
     def retain_grad(self) -> None:
         """Keep .grad on this non-leaf tensor after backward."""
@@ -110,12 +173,12 @@ class Tensor:
         if not self.requires_grad:
             raise RuntimeError("backward: this tensor does not require grad "
                                "(no input to it had requires_grad=True)")
-        xp = backend.get_array_module(self.data)
+        xp = backend.get_array_module(self._data)
         if grad is None:
             if self.size != 1:
                 raise RuntimeError(f"backward: output of shape {self.shape} is not a "
                                    "scalar; pass grad= of the same shape")
-            grad = xp.ones_like(self.data)
+            grad = xp.ones_like(self._data)
         else:
             grad = _seed_gradient(grad, self)
         # an array handed to one .grad is never handed to another (nor is the user's
@@ -139,10 +202,13 @@ class Tensor:
                     f"backward: the graph through {type(fn).__name__} was already freed "
                     "by an earlier backward; call backward(retain_graph=True) the first "
                     "time to go through it twice")
+            _check_unchanged(fn, t)
             for x, gx in zip(fn.inputs, fn.backward(g)):
                 if gx is None or not x.requires_grad:
                     continue
-                gx = sum_to(gx, x.data.shape)
+                gx = sum_to(gx, x._data.shape)
+                if gx.dtype != x._data.dtype:  # a float64 leaf beside float32 ops
+                    gx = gx.astype(x._data.dtype)
                 earlier = grads.get(id(x))
                 grads[id(x)] = gx if earlier is None else earlier + gx
             if not retain_graph:
@@ -163,6 +229,40 @@ class Tensor:
     def __neg__(self): return _ops.neg(self)
     def __getitem__(self, index): return _ops.getitem(self, index)
 
+    # `t += o` and the like; without these Python would rebind t to t + o
+    def __iadd__(self, o): return self._in_place("+=", "__iadd__", _ops.add, o)
+    def __isub__(self, o): return self._in_place("-=", "__isub__", _ops.sub, o)
+    def __imul__(self, o): return self._in_place("*=", "__imul__", _ops.mul, o)
+    def __itruediv__(self, o): return self._in_place("/=", "__itruediv__", _ops.div, o)
+    def __ipow__(self, c): return self._in_place("**=", "__ipow__", _ops.pow, c)
+
+    def _in_place(self, symbol, method, op, o):
+        """`t -= o`: in place on t's array where no graph is recorded (a hand-written
+        SGD step in no_grad updates the parameter itself, not a copy); inside a graph,
+        a new node, as `t = t - o`. A parameter cannot be changed in place while its
+        own graph is recorded, as in PyTorch."""
+        if _Config.enable_grad and (self.requires_grad
+                                    or (isinstance(o, Tensor) and o.requires_grad)):
+            if self.requires_grad and self.creator is None:
+                raise RuntimeError(
+                    f"{symbol}: a leaf tensor that requires grad (a parameter) cannot be "
+                    "changed in place while gradients are recorded; update it inside "
+                    "`with tu.no_grad():`")
+            return op(self, o)
+        if method == "__ipow__":
+            other = _ops.arithmetic.Pow(o).c  # the exponent, checked as ** checks it
+        else:
+            other = _constants_to_tensors(symbol, (self, o))[1]
+        try:
+            getattr(self._data, method)(other._data if isinstance(other, Tensor) else other)
+        except TypeError as err:  # int_tensor += 2.5 would have to truncate
+            raise TypeError(f"{symbol}: cannot write the result into this {self.dtype} "
+                            f"tensor in place ({err}); write t = t {symbol[:-1]} ... "
+                            "instead") from err
+        self.mark_changed()
+        return self
+
+    # ------------------------------------------------------------------ reductions and more
     def sum(self, axis=None, keepdims=False): return _ops.sum(self, axis, keepdims)
     def mean(self, axis=None, keepdims=False): return _ops.mean(self, axis, keepdims)
     def max(self, axis=None, keepdims=False): return _ops.max(self, axis, keepdims)
@@ -178,6 +278,25 @@ class Tensor:
 
     def transpose(self, *axes):
         return _ops.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+
+
+def _check_unchanged(fn, out: Tensor) -> None:
+    """Refuse to backward through fn if an array it used changed since forward."""
+    now = [x._version.count for x in fn.inputs]
+    now.append(out._version.count)
+    if now == fn.versions:
+        return
+    i = next(i for i, (a, b) in enumerate(zip(now, fn.versions)) if a != b)
+    op = type(fn).__name__
+    t = out if i == len(fn.inputs) else fn.inputs[i]
+    which = f"the output of {op}" if t is out else f"input {i} of {op}"
+    raise RuntimeError(
+        f"backward: {which} (a {type(t).__name__} of shape {tuple(t.shape)}, {t.dtype}) "
+        f"was changed after {op} used it in forward (version {fn.versions[i]} then, "
+        f"{now[i]} now), so {op}'s gradient would come from values it never computed "
+        "with. An optimiser step, load_state_dict, astype, `t.data = ...` or "
+        "`t.data += ...` between forward and backward does this: run forward again "
+        "after the change, or change it after backward.")
 
 
 def _seed_gradient(grad, out: Tensor):
@@ -227,10 +346,15 @@ def _topological_order(root: Tensor) -> list:
 
 
 def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
-    """A leaf tensor on the current backend. Floats default to the default dtype."""
+    """A leaf tensor on the current backend. Floats default to the default dtype.
+
+    An array already of the right dtype and backend is used as it is, not copied
+    (so is a Tensor's array: then the two tensors share its version counter).
+    """
     check.flag("tensor", "requires_grad", requires_grad)
-    if isinstance(data, Tensor):
-        data = data.data
+    source = data if isinstance(data, Tensor) else None
+    if source is not None:
+        data = source._data
     try:
         array = backend.asarray(data, dtype=dtype)
     except (TypeError, ValueError) as err:
@@ -244,18 +368,9 @@ def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
                    "gradients)", f"dtype {array.dtype}", TypeError)
     if dtype is None and array.dtype.kind == "f":
         array = array.astype(_Config.default_dtype, copy=False)
-    return Tensor(array, requires_grad=requires_grad)
-
-
-def as_tensor(x, like: Tensor | None = None) -> Tensor:
-    """Tensors pass through; scalars and arrays become constants in like's dtype."""
-    if isinstance(x, Tensor):
-        return x
-    dtype = like.dtype if like is not None else None
-    if backend.is_array(x):
-        return Tensor(x if dtype is None else x.astype(dtype, copy=False))
-    return Tensor(backend.get_array_module(like.data if like is not None else None)
-                  .asarray(x, dtype=dtype))
+    shared = source._version if source is not None and array is data else None
+    return Tensor(array, requires_grad=requires_grad, version=shared)
 
 
 from . import ops as _ops  # noqa: E402  (ops build on Tensor; operators call ops)
+from .function import _constants_to_tensors  # noqa: E402
