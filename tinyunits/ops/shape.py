@@ -41,7 +41,9 @@ class GetItem(Function):
     """x[index]; repeated fancy indices add their gradients (scatter-add)."""
 
     def __init__(self, index):
-        self.index = index.data if isinstance(index, Tensor) else index
+        # a Tensor's array is copied: it is no input of the graph, so a change to it
+        # before backward would go unseen by the version counters
+        self.index = index.data.copy() if isinstance(index, Tensor) else index
         self.view = _is_basic(self.index)  # fancy indexing copies
 
     def forward(self, x):
