@@ -88,7 +88,10 @@ class Tensor:
 
     # _data, not a plain `data`: the engine's hot path reads the slot, users the property
     __slots__ = ("_data", "_version", "grad", "creator", "requires_grad", "_retain")
-    __array_priority__ = 1000.0  # numpy scalar * Tensor must reach Tensor.__rmul__
+    # array * Tensor must reach Tensor.__rmul__: NumPy defers to __array_ufunc__ = None,
+    # CuPy (and the strict backend) to a higher __array_priority__
+    __array_ufunc__ = None
+    __array_priority__ = 1000.0
 
     def __init__(self, data, requires_grad: bool = False, creator=None, version=None):
         self._data = data
@@ -348,13 +351,13 @@ def _topological_order(root: Tensor) -> list:
 def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
     """A leaf tensor on the current backend. Floats default to the default dtype.
 
-    An array already of the right dtype and backend is used as it is, not copied
-    (so is a Tensor's array: then the two tensors share its version counter).
+    A Tensor's array is copied (as torch.tensor does): the new leaf shares nothing
+    with the graph it came from. An array already of the right dtype and backend is
+    used as it is, not copied.
     """
     check.flag("tensor", "requires_grad", requires_grad)
-    source = data if isinstance(data, Tensor) else None
-    if source is not None:
-        data = source._data
+    if isinstance(data, Tensor):
+        data = data._data.copy()
     try:
         array = backend.asarray(data, dtype=dtype)
     except (TypeError, ValueError) as err:
@@ -368,8 +371,7 @@ def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
                    "gradients)", f"dtype {array.dtype}", TypeError)
     if dtype is None and array.dtype.kind == "f":
         array = array.astype(_Config.default_dtype, copy=False)
-    shared = source._version if source is not None and array is data else None
-    return Tensor(array, requires_grad=requires_grad, version=shared)
+    return Tensor(array, requires_grad=requires_grad)
 
 
 from . import ops as _ops  # noqa: E402  (ops build on Tensor; operators call ops)
