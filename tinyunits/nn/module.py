@@ -123,8 +123,8 @@ class Module:
         """Cast every parameter and buffer to a floating dtype (float64 for derivative
         checks). An integer dtype is refused: it would truncate the parameters."""
         where = f"{type(self).__name__}.astype"
-        try:
-            kind = backend.host_module().dtype(dtype).kind
+        try:  # (NumPy reads None as float64: refused, it is no dtype)
+            kind = None if dtype is None else backend.host_module().dtype(dtype).kind
         except TypeError:
             kind = None
         if kind != "f":
