@@ -73,9 +73,9 @@ def sum_to(g, shape):
     # END SOLUTION engine_sum_to
 
 
-class Version:
+class _Version:
     """How many times an array was changed through the library. Tensors that share
-    one array (views) share one Version, so a change through either is seen by both."""
+    one array (views) share one _Version, so a change through either is seen by both."""
 
     __slots__ = ("count",)
 
@@ -95,7 +95,7 @@ class Tensor:
 
     def __init__(self, data, requires_grad: bool = False, creator=None, version=None):
         self._data = data
-        self._version = Version() if version is None else version
+        self._version = _Version() if version is None else version
         self.grad = None
         self.creator = creator
         self.requires_grad = requires_grad
@@ -125,7 +125,7 @@ class Tensor:
             self.mark_changed()
         else:  # a new array: the tensors that shared the old one keep their counter
             self._data = array
-            self._version = Version(self._version.count + 1)
+            self._version = _Version(self._version.count + 1)
 
     def mark_changed(self) -> None:
         """Count a change made to this tensor's array in place (the library's own
