@@ -6,8 +6,8 @@ A Function subclass writes two methods, as in Chainer:
     backward(g)       -> tuple       one gradient per input (None for "no gradient")
 
 Calling the Function on tensors runs forward and, when gradients are being
-recorded, links the output to this node and notes the version of every input
-and of the output (Tensor.backward refuses the node if one changed). A gradient
+recorded, links the output to this node and notes when (Tensor.backward refuses
+the node if an input or the output changed since). A gradient
 may be returned in the output's broadcast shape: Tensor.backward sums it down to
 the input's shape, and casts it to the input's dtype.
 
@@ -27,7 +27,7 @@ import numbers
 from . import _check as check
 from . import backend
 from .backend import ensure_array
-from .tensor import Tensor, _Config
+from .tensor import Tensor, _Config, _Version
 
 
 class Function:
@@ -44,13 +44,10 @@ class Function:
             arrays.append(x._data)
             record = record or x.requires_grad
         y = ensure_array(self.forward(*arrays))
-        version = inputs[0]._version if self.view else None
+        version = inputs[0]._shared_version() if self.view else None
         if record and _Config.enable_grad:
-            out = Tensor(y, requires_grad=True, creator=self, version=version)
-            self.inputs = inputs
-            self.versions = [x._version.count for x in inputs]
-            self.versions.append(out._version.count)
-            return out
+            self.inputs, self.stamp = inputs, _Version.latest  # backward checks the stamp
+            return Tensor(y, requires_grad=True, creator=self, version=version)
         return Tensor(y, version=version)
 
     def needs_grad(self, i: int) -> bool:

@@ -12,12 +12,12 @@ Only leaves (tensors no Function made) keep `.grad`, unless `retain_grad()` is
 called. After backward the graph is freed; a second backward through it raises
 RuntimeError unless the first was called with `retain_graph=True`.
 
-Version counters (as PyTorch's): every change of a tensor's array made through
+Versions (as PyTorch's counters): every change of a tensor's array made through
 the library (`t.data = a`, `t.data += 1`, an optimiser step, load_state_dict,
-astype) adds one to the tensor's version. Each op records the versions of its
-inputs and output when it records the graph, and backward refuses (RuntimeError,
-naming the tensor and the op) to go through an op whose arrays changed since:
-its saved arrays would give the gradient of values that were never computed.
+astype) stamps the tensor's version. Each op notes when it recorded the graph,
+and backward refuses (RuntimeError, naming the tensor and the op) to go through
+an op whose inputs or output changed since: its saved arrays would give the
+gradient of values that were never computed.
 Tensors that share one array (a reshape, transpose or slice of another, detach())
 share one counter. A write into the elements (`t.data[0] = 5`) is not seen; see
 `Tensor.data`.
@@ -74,13 +74,23 @@ def sum_to(g, shape):
 
 
 class _Version:
-    """How many times an array was changed through the library. Tensors that share
-    one array (views) share one _Version, so a change through either is seen by both."""
+    """When an array last changed through the library: the value of the global count
+    of changes (`latest`) at that change, 0 if never. Tensors that share one array
+    (views) share one _Version, so a change through either is seen by both. An op
+    notes `latest` when it records the graph; an input changed after it has a later
+    stamp. While nothing changed anywhere, backward compares one int per op. A
+    tensor gets its _Version when first changed or shared (most never are)."""
 
-    __slots__ = ("count",)
+    __slots__ = ("stamp",)
+    latest = 0
 
-    def __init__(self, count: int = 0):
-        self.count = count
+    def __init__(self, stamp: int = 0):
+        self.stamp = stamp
+
+    @classmethod
+    def tick(cls) -> int:
+        cls.latest += 1
+        return cls.latest
 
 
 class Tensor:
@@ -95,7 +105,7 @@ class Tensor:
 
     def __init__(self, data, requires_grad: bool = False, creator=None, version=None):
         self._data = data
-        self._version = _Version() if version is None else version
+        self._version = version
         self.grad = None
         self.creator = creator
         self.requires_grad = requires_grad
@@ -123,15 +133,21 @@ class Tensor:
                        "backend.asarray(...))", type(array).__name__, TypeError)
         if array is self._data:  # an augmented assignment changed it in place
             self.mark_changed()
-        else:  # a new array: the tensors that shared the old one keep their counter
+        else:  # a new array: the tensors that shared the old one are unchanged
             self._data = array
-            self._version = _Version(self._version.count + 1)
+            self._version = _Version(_Version.tick())
 
     def mark_changed(self) -> None:
         """Count a change made to this tensor's array in place (the library's own
         `out=` and `[...] =` writes call this), so that backward refuses a graph
         that used the old values."""
-        self._version.count += 1
+        self._shared_version().stamp = _Version.tick()
+
+    def _shared_version(self) -> _Version:
+        """This tensor's _Version, made on first use, for a view of its array to share."""
+        if self._version is None:
+            self._version = _Version()
+        return self._version
 
     # ------------------------------------------------------------------ properties
     shape = property(lambda self: self._data.shape)
@@ -164,7 +180,7 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         """The same array, out of the graph (it shares this tensor's version counter)."""
-        return Tensor(self._data, version=self._version)
+        return Tensor(self._data, version=self._shared_version())
 
     def retain_grad(self) -> None:
         """Keep .grad on this non-leaf tensor after backward."""
@@ -205,13 +221,14 @@ class Tensor:
                     f"backward: the graph through {type(fn).__name__} was already freed "
                     "by an earlier backward; call backward(retain_graph=True) the first "
                     "time to go through it twice")
-            _check_unchanged(fn, t)
+            if fn.stamp != _Version.latest:  # something changed since fn's forward
+                _check_unchanged(fn, t)
             for x, gx in zip(fn.inputs, fn.backward(g)):
                 if gx is None or not x.requires_grad:
                     continue
                 gx = sum_to(gx, x._data.shape)
-                if gx.dtype != x._data.dtype:  # a float64 leaf beside float32 ops
-                    gx = gx.astype(x._data.dtype)
+                if gx.dtype is not x._data.dtype:  # a float64 leaf beside float32 ops
+                    gx = gx.astype(x._data.dtype, copy=False)
                 earlier = grads.get(id(x))
                 grads[id(x)] = gx if earlier is None else earlier + gx
             if not retain_graph:
@@ -284,22 +301,18 @@ class Tensor:
 
 
 def _check_unchanged(fn, out: Tensor) -> None:
-    """Refuse to backward through fn if an array it used changed since forward."""
-    now = [x._version.count for x in fn.inputs]
-    now.append(out._version.count)
-    if now == fn.versions:
-        return
-    i = next(i for i, (a, b) in enumerate(zip(now, fn.versions)) if a != b)
-    op = type(fn).__name__
-    t = out if i == len(fn.inputs) else fn.inputs[i]
-    which = f"the output of {op}" if t is out else f"input {i} of {op}"
-    raise RuntimeError(
-        f"backward: {which} (a {type(t).__name__} of shape {tuple(t.shape)}, {t.dtype}) "
-        f"was changed after {op} used it in forward (version {fn.versions[i]} then, "
-        f"{now[i]} now), so {op}'s gradient would come from values it never computed "
-        "with. An optimiser step, load_state_dict, astype, `t.data = ...` or "
-        "`t.data += ...` between forward and backward does this: run forward again "
-        "after the change, or change it after backward.")
+    """Refuse to backward through fn if an array it used changed since its forward."""
+    for i, t in enumerate((*fn.inputs, out)):
+        if t._version is None or t._version.stamp <= fn.stamp:
+            continue
+        op = type(fn).__name__
+        which = f"the output of {op}" if t is out else f"input {i} of {op}"
+        raise RuntimeError(
+            f"backward: {which} (a {type(t).__name__} of shape {tuple(t.shape)}, {t.dtype}) "
+            f"was changed after {op} used it in forward, so {op}'s gradient would come "
+            "from values it never computed with. An optimiser step, load_state_dict, "
+            "astype, `t.data = ...` or `t.data += ...` between forward and backward does "
+            "this: run forward again after the change, or change it after backward.")
 
 
 def _seed_gradient(grad, out: Tensor):
