@@ -90,8 +90,19 @@ class StrictArray:
 
 
 def _binary(ufunc):
-    return (lambda self, other: ufunc(self, other),
-            lambda self, other: ufunc(other, self))
+    def forward(self, other):
+        return NotImplemented if _defers_to(other) else ufunc(self, other)
+
+    def reverse(self, other):
+        return NotImplemented if _defers_to(other) else ufunc(other, self)
+    return forward, reverse
+
+
+def _defers_to(other) -> bool:
+    """As CuPy's arrays do: an object of higher __array_priority__ (a Tensor) gets its
+    own reflected operator (array * Tensor is a Tensor, not an object array of them)."""
+    return (getattr(other, "__array_priority__", 0.0) > StrictArray.__array_priority__
+            and not isinstance(other, (StrictArray, numpy.ndarray)))
 
 
 def _inplace(ufunc):

@@ -5,19 +5,34 @@ A Function subclass writes two methods, as in Chainer:
     forward(*arrays)  -> array       computes the output, keeps what backward needs
     backward(g)       -> tuple       one gradient per input (None for "no gradient")
 
-Calling the Function on tensors (or scalars, which become constants in the dtype
-of the tensor beside them) runs forward and, when gradients are being recorded,
-links the output to this node. A gradient may be returned in the output's
-broadcast shape: Tensor.backward sums it down to the input's shape.
+Calling the Function on tensors runs forward and, when gradients are being
+recorded, links the output to this node and notes when (Tensor.backward refuses
+the node if an input or the output changed since). A gradient
+may be returned in the output's broadcast shape: Tensor.backward sums it down to
+the input's shape, and casts it to the input's dtype.
+
+Operands that are not Tensors (Python numbers, lists of numbers, arrays) become
+constants. Their dtype follows NumPy's promotion with one rule on top: a constant
+never changes the dtype of a floating Tensor, so a float32 net stays float32
+(`x * 2.5`, `x * float64_array`, `x + 1` are float32 when x is). Beside an integer
+or bool Tensor, NumPy 2 decides, with Python numbers weak: `int_tensor * 3` stays
+integer, `int_tensor * 2.5` and `int_tensor * float_array` are float64 (nothing
+is truncated). Anything else (None, a string, a list of strings) is a TypeError
+naming the op.
 """
 from __future__ import annotations
 
+import numbers
+
+from . import _check as check
+from . import backend
 from .backend import ensure_array
-from .tensor import Tensor, _Config, as_tensor
+from .tensor import Tensor, _Config, _Version
 
 
 class Function:
     inputs = None  # set while this node is part of a live graph
+    view = False  # True where forward returns a view of inputs[0]: they share a version
 
     def __call__(self, *inputs) -> Tensor:
         # This runs for every op of every step, so it is kept to plain loops: the
@@ -26,13 +41,14 @@ class Function:
         for x in inputs:
             if not isinstance(x, Tensor):
                 return self(*_constants_to_tensors(type(self).__name__, inputs))
-            arrays.append(x.data)
+            arrays.append(x._data)
             record = record or x.requires_grad
         y = ensure_array(self.forward(*arrays))
+        version = inputs[0]._shared_version() if self.view else None
         if record and _Config.enable_grad:
-            self.inputs = inputs
-            return Tensor(y, requires_grad=True, creator=self)
-        return Tensor(y)
+            self.inputs, self.stamp = inputs, _Version.latest  # backward checks the stamp
+            return Tensor(y, requires_grad=True, creator=self, version=version)
+        return Tensor(y, version=version)
 
     def needs_grad(self, i: int) -> bool:
         """Does input i want a gradient? backward may return None for it if not
@@ -51,10 +67,33 @@ class Function:
 
 
 def _constants_to_tensors(name, inputs):
-    """Scalars and arrays beside a Tensor become constants in that Tensor's dtype."""
+    """The operands of op `name` as Tensors: constants get the dtype the module
+    docstring describes, on the backend of the first Tensor among them."""
     like = next((x for x in inputs if isinstance(x, Tensor)), None)
     if like is None:  # no dtype or device to take: tu.tensor(x) says which the user wants
         got = ", ".join(type(x).__name__ for x in inputs) or "no inputs"
         raise TypeError(f"{name}: expected at least one Tensor among the inputs "
                         f"(wrap an array with tu.tensor), got {got}")
-    return [as_tensor(x, like) for x in inputs]
+    return [x if isinstance(x, Tensor) else _constant(name, x, like) for x in inputs]
+
+
+def _constant(name, x, like: Tensor) -> Tensor:
+    np = backend.host_module()
+    scalar = isinstance(x, (numbers.Real, np.generic))  # Python or NumPy number
+    value = None
+    if backend.is_array(x):
+        value = x
+    elif scalar or isinstance(x, (list, tuple)):
+        try:
+            value = np.asarray(x)
+        except ValueError:  # a ragged list
+            pass
+    if value is None or value.dtype.kind not in ("b", "i", "u", "f"):
+        check.fail(name, "operands", "Tensors, numbers or numeric arrays", x, TypeError)
+    if like.dtype.kind == "f":
+        dtype = like.dtype
+    else:  # a Python number itself, so that NumPy treats it as weak
+        dtype = np.result_type(like.dtype, x if scalar else value.dtype)
+    if backend.is_array(x):  # stays on its backend: a host array beside a device
+        return Tensor(x if x.dtype == dtype else x.astype(dtype))  # one is refused there
+    return Tensor(backend.get_array_module(like._data).asarray(value, dtype=dtype))

@@ -7,7 +7,8 @@ dicts with "params" and any hyper-parameters that differ from the defaults:
                {"params": [layer.mu, layer.sigma], "lr": 1e-4}], lr=1e-3, momentum=0.9)
 
 Parameters without a gradient (frozen, or unused in this step) are skipped.
-Updates are in place on each parameter's array, inside no_grad.
+Updates are in place on each parameter's array, inside no_grad, and count as a
+change of its version: a graph recorded before the step refuses to backward.
 """
 from __future__ import annotations
 
@@ -60,6 +61,10 @@ class Optimizer:
                                    {"params", "initial_lr", *self.defaults})
             self.check_hyper(g)
             for p in g["params"]:
+                if p.creator is not None:  # a step would change a copy the model never reads
+                    check.fail(where, "params", "leaf tensors (model.parameters(), or tensors "
+                               "made with tu.tensor)", f"a tensor computed by "
+                               f"{type(p.creator).__name__}", ValueError)
                 if id(p) in seen:  # it would be updated twice per step
                     check.fail(where, "params", "each parameter once (across all groups)",
                                f"{type(p).__name__} of shape {tuple(p.shape)} listed twice")

@@ -12,6 +12,16 @@ Only leaves (tensors no Function made) keep `.grad`, unless `retain_grad()` is
 called. After backward the graph is freed; a second backward through it raises
 RuntimeError unless the first was called with `retain_graph=True`.
 
+Versions (as PyTorch's counters): every change of a tensor's array made through
+the library (`t.data = a`, `t.data += 1`, an optimiser step, load_state_dict,
+astype) stamps the tensor's version. Each op notes when it recorded the graph,
+and backward refuses (RuntimeError, naming the tensor and the op) to go through
+an op whose inputs or output changed since: its saved arrays would give the
+gradient of values that were never computed.
+Tensors that share one array (a reshape, transpose or slice of another, detach())
+share one counter. A write into the elements (`t.data[0] = 5`) is not seen; see
+`Tensor.data`.
+
 A tensor may carry a name (`tu.tensor(..., name="a")`, or `t.name = "a"` later):
 only for people, in pictures of the graph (tinyunits.plot.graph); nothing computes
 with it.
@@ -67,43 +77,115 @@ def sum_to(g, shape):
     # END SOLUTION engine_sum_to
 
 
+class _Version:
+    """When an array last changed through the library: the value of the global count
+    of changes (`latest`) at that change, 0 if never. Tensors that share one array
+    (views) share one _Version, so a change through either is seen by both. An op
+    notes `latest` when it records the graph; an input changed after it has a later
+    stamp. While nothing changed anywhere, backward compares one int per op. A
+    tensor gets its _Version when first changed or shared (most never are)."""
+
+    __slots__ = ("stamp",)
+    latest = 0
+
+    def __init__(self, stamp: int = 0):
+        self.stamp = stamp
+
+    @classmethod
+    def tick(cls) -> int:
+        cls.latest += 1
+        return cls.latest
+
+
 class Tensor:
     """An array with a gradient; operators build the graph as they compute."""
 
-    __slots__ = ("data", "grad", "creator", "requires_grad", "_retain", "name")
-    __array_priority__ = 1000.0  # numpy scalar * Tensor must reach Tensor.__rmul__
+    # _data, not a plain `data`: the engine's hot path reads the slot, users the property
+    __slots__ = ("_data", "_version", "grad", "creator", "requires_grad", "_retain", "name")
+    # array * Tensor must reach Tensor.__rmul__: NumPy defers to __array_ufunc__ = None,
+    # CuPy (and the strict backend) to a higher __array_priority__
+    __array_ufunc__ = None
+    __array_priority__ = 1000.0
 
-    def __init__(self, data, requires_grad: bool = False, creator=None):
-        self.data = data
+    def __init__(self, data, requires_grad: bool = False, creator=None, version=None):
+        self._data = data
+        self._version = version
         self.grad = None
         self.creator = creator
         self.requires_grad = requires_grad
         self._retain = False
         self.name = None  # a label for pictures of the graph; set with tensor(..., name=)
 
+    @property
+    def data(self):
+        """The array. Changing it after an op used it and before backward is refused.
+
+        `t.data = a` and `t.data += 1` (what optimisers do) count as changes: a
+        backward through a graph that used the old values raises RuntimeError
+        instead of computing a gradient from the new ones. A write into the array's
+        elements (`t.data[0] = 5`, `xp.clip(t.data, out=t.data)`) cannot be seen,
+        as in PyTorch's `.data`: call `t.mark_changed()` after one, or run forward
+        again before backward. Arrays that back a tensor without being one (the
+        array given to tu.tensor, which is not copied when its dtype already fits)
+        are not watched either.
+        """
+        return self._data
+
+    @data.setter
+    def data(self, array):
+        if not backend.is_array(array):
+            check.fail("Tensor.data", "the new value", "an array (tu.tensor(...).data, "
+                       "backend.asarray(...))", type(array).__name__, TypeError)
+        if array is self._data:  # an augmented assignment changed it in place
+            self.mark_changed()
+        else:  # a new array: the tensors that shared the old one are unchanged
+            self._data = array
+            self._version = _Version(_Version.tick())
+
+    def mark_changed(self) -> None:
+        """Count a change made to this tensor's array in place (the library's own
+        `out=` and `[...] =` writes call this), so that backward refuses a graph
+        that used the old values."""
+        self._shared_version().stamp = _Version.tick()
+
+    def _shared_version(self) -> _Version:
+        """This tensor's _Version, made on first use, for a view of its array to share."""
+        if self._version is None:
+            self._version = _Version()
+        return self._version
+
     # ------------------------------------------------------------------ properties
-    shape = property(lambda self: self.data.shape)
-    dtype = property(lambda self: self.data.dtype)
-    ndim = property(lambda self: self.data.ndim)
-    size = property(lambda self: self.data.size)
+    shape = property(lambda self: self._data.shape)
+    dtype = property(lambda self: self._data.dtype)
+    ndim = property(lambda self: self._data.ndim)
+    size = property(lambda self: self._data.size)
     T = property(lambda self: self.transpose())
 
     def __len__(self):
-        return len(self.data)
+        return len(self._data)
+
+    def __bool__(self):
+        # without this, bool() would fall back on __len__: tensor([0.0]) would be True
+        if self.size != 1:
+            raise ValueError(f"bool: the truth value of a tensor of shape {self.shape} "
+                             f"({self.size} elements) is ambiguous; compare its item() "
+                             "or reduce it first")
+        return bool(self.item())
 
     def __repr__(self):
         grad = ", requires_grad=True" if self.requires_grad else ""
-        return f"tensor({backend.to_host(self.data)!r}{grad})"
+        return f"tensor({backend.to_host(self._data)!r}{grad})"
 
     def numpy(self):
         """A host NumPy copy of the data (explicit, so allowed on every backend)."""
-        return backend.to_host(self.data).copy()
+        return backend.to_host(self._data).copy()
 
     def item(self):
-        return self.data.item()
+        return self._data.item()
 
     def detach(self) -> "Tensor":
-        return Tensor(self.data)
+        """The same array, out of the graph (it shares this tensor's version counter)."""
+        return Tensor(self._data, version=self._shared_version())
 
     def retain_grad(self) -> None:
         """Keep .grad on this non-leaf tensor after backward."""
@@ -115,12 +197,12 @@ class Tensor:
         if not self.requires_grad:
             raise RuntimeError("backward: this tensor does not require grad "
                                "(no input to it had requires_grad=True)")
-        xp = backend.get_array_module(self.data)
+        xp = backend.get_array_module(self._data)
         if grad is None:
             if self.size != 1:
                 raise RuntimeError(f"backward: output of shape {self.shape} is not a "
                                    "scalar; pass grad= of the same shape")
-            grad = xp.ones_like(self.data)
+            grad = xp.ones_like(self._data)
         else:
             grad = _seed_gradient(grad, self)
         # an array handed to one .grad is never handed to another (nor is the user's
@@ -144,10 +226,14 @@ class Tensor:
                     f"backward: the graph through {type(fn).__name__} was already freed "
                     "by an earlier backward; call backward(retain_graph=True) the first "
                     "time to go through it twice")
+            if fn.stamp != _Version.latest:  # something changed since fn's forward
+                _check_unchanged(fn, t)
             for x, gx in zip(fn.inputs, fn.backward(g)):
                 if gx is None or not x.requires_grad:
                     continue
-                gx = sum_to(gx, x.data.shape)
+                gx = sum_to(gx, x._data.shape)
+                if gx.dtype is not x._data.dtype:  # a float64 leaf beside float32 ops
+                    gx = gx.astype(x._data.dtype, copy=False)
                 earlier = grads.get(id(x))
                 grads[id(x)] = gx if earlier is None else earlier + gx
             if not retain_graph:
@@ -168,6 +254,40 @@ class Tensor:
     def __neg__(self): return _ops.neg(self)
     def __getitem__(self, index): return _ops.getitem(self, index)
 
+    # `t += o` and the like; without these Python would rebind t to t + o
+    def __iadd__(self, o): return self._in_place("+=", "__iadd__", _ops.add, o)
+    def __isub__(self, o): return self._in_place("-=", "__isub__", _ops.sub, o)
+    def __imul__(self, o): return self._in_place("*=", "__imul__", _ops.mul, o)
+    def __itruediv__(self, o): return self._in_place("/=", "__itruediv__", _ops.div, o)
+    def __ipow__(self, c): return self._in_place("**=", "__ipow__", _ops.pow, c)
+
+    def _in_place(self, symbol, method, op, o):
+        """`t -= o`: in place on t's array where no graph is recorded (a hand-written
+        SGD step in no_grad updates the parameter itself, not a copy); inside a graph,
+        a new node, as `t = t - o`. A parameter cannot be changed in place while its
+        own graph is recorded, as in PyTorch."""
+        if _Config.enable_grad and (self.requires_grad
+                                    or (isinstance(o, Tensor) and o.requires_grad)):
+            if self.requires_grad and self.creator is None:
+                raise RuntimeError(
+                    f"{symbol}: a leaf tensor that requires grad (a parameter) cannot be "
+                    "changed in place while gradients are recorded; update it inside "
+                    "`with tu.no_grad():`")
+            return op(self, o)
+        if method == "__ipow__":
+            other = _ops.arithmetic.Pow(o).c  # the exponent, checked as ** checks it
+        else:
+            other = _constants_to_tensors(symbol, (self, o))[1]
+        try:
+            getattr(self._data, method)(other._data if isinstance(other, Tensor) else other)
+        except TypeError as err:  # int_tensor += 2.5 would have to truncate
+            raise TypeError(f"{symbol}: cannot write the result into this {self.dtype} "
+                            f"tensor in place ({err}); write t = t {symbol[:-1]} ... "
+                            "instead") from err
+        self.mark_changed()
+        return self
+
+    # ------------------------------------------------------------------ reductions and more
     def sum(self, axis=None, keepdims=False): return _ops.sum(self, axis, keepdims)
     def mean(self, axis=None, keepdims=False): return _ops.mean(self, axis, keepdims)
     def max(self, axis=None, keepdims=False): return _ops.max(self, axis, keepdims)
@@ -183,6 +303,21 @@ class Tensor:
 
     def transpose(self, *axes):
         return _ops.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+
+
+def _check_unchanged(fn, out: Tensor) -> None:
+    """Refuse to backward through fn if an array it used changed since its forward."""
+    for i, t in enumerate((*fn.inputs, out)):
+        if t._version is None or t._version.stamp <= fn.stamp:
+            continue
+        op = type(fn).__name__
+        which = f"the output of {op}" if t is out else f"input {i} of {op}"
+        raise RuntimeError(
+            f"backward: {which} (a {type(t).__name__} of shape {tuple(t.shape)}, {t.dtype}) "
+            f"was changed after {op} used it in forward, so {op}'s gradient would come "
+            "from values it never computed with. An optimiser step, load_state_dict, "
+            "astype, `t.data = ...` or `t.data += ...` between forward and backward does "
+            "this: run forward again after the change, or change it after backward.")
 
 
 def _seed_gradient(grad, out: Tensor):
@@ -233,12 +368,17 @@ def _topological_order(root: Tensor) -> list:
 
 def tensor(data, requires_grad: bool = False, dtype=None, name=None) -> Tensor:
     """A leaf tensor on the current backend. Floats default to the default dtype;
-    name labels it in pictures of the graph (tinyunits.plot.graph)."""
+    name labels it in pictures of the graph (tinyunits.plot.graph).
+
+    A Tensor's array is copied (as torch.tensor does): the new leaf shares nothing
+    with the graph it came from. An array already of the right dtype and backend is
+    used as it is, not copied.
+    """
     check.flag("tensor", "requires_grad", requires_grad)
     if name is not None and not isinstance(name, str):
         check.fail("tensor", "name", "a str or None", name, TypeError)
     if isinstance(data, Tensor):
-        data = data.data
+        data = data._data.copy()
     try:
         array = backend.asarray(data, dtype=dtype)
     except (TypeError, ValueError) as err:
@@ -257,15 +397,5 @@ def tensor(data, requires_grad: bool = False, dtype=None, name=None) -> Tensor:
     return t
 
 
-def as_tensor(x, like: Tensor | None = None) -> Tensor:
-    """Tensors pass through; scalars and arrays become constants in like's dtype."""
-    if isinstance(x, Tensor):
-        return x
-    dtype = like.dtype if like is not None else None
-    if backend.is_array(x):
-        return Tensor(x if dtype is None else x.astype(dtype, copy=False))
-    return Tensor(backend.get_array_module(like.data if like is not None else None)
-                  .asarray(x, dtype=dtype))
-
-
 from . import ops as _ops  # noqa: E402  (ops build on Tensor; operators call ops)
+from .function import _constants_to_tensors  # noqa: E402

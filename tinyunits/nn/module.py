@@ -4,9 +4,15 @@ A Module registers every Parameter, sub-Module and buffer assigned to it as an
 attribute, in order, so that parameters(), state_dict() and the optimisers find
 them. A Parameter shared by several modules (one InnerNet used by many layers)
 is listed once.
+
+Once registered, an attribute keeps its kind: a parameter's name takes only a
+Parameter, a sub-module's only a Module, a buffer's only an array (or None where
+it is optional). Anything else is refused, since it would drop the old entry
+from parameters() and from the checkpoint without a word.
 """
 from __future__ import annotations
 
+from .. import _check as check
 from .. import backend
 from ..tensor import Tensor, get_default_dtype
 
@@ -18,6 +24,8 @@ class Parameter(Tensor):
 
     def __init__(self, data, dtype=None):
         array = backend.asarray(data, dtype=dtype or get_default_dtype())
+        if array.dtype.kind != "f":  # only floats have gradients
+            check.fail("Parameter", "dtype", "floating", str(array.dtype), TypeError)
         super().__init__(array, requires_grad=True)
 
 
@@ -34,6 +42,7 @@ class Module:
         if "_params" not in self.__dict__:
             raise RuntimeError(f"{type(self).__name__}: call super().__init__() before "
                                "assigning attributes")
+        self._check_kind(name, value)
         was_buffer = name in self._buffers
         for registry in (self._params, self._modules, self._buffers):
             registry.pop(name, None)
@@ -45,6 +54,21 @@ class Module:
             self._buffers[name] = value
         object.__setattr__(self, name, value)
 
+    def _check_kind(self, name, value) -> None:
+        """A registered attribute takes only a value of its kind (module docstring)."""
+        where = f"{type(self).__name__}.{name}"
+        if name in self._params and not isinstance(value, Parameter):
+            check.fail(where, "the new value", "an nn.Parameter (it is one of the "
+                       "module's parameters: change its values with .data = ..., or build "
+                       "the module without it)", _kind(value), TypeError)
+        if name in self._modules and not isinstance(value, Module):
+            check.fail(where, "the new value", "a Module (it is a sub-module)", _kind(value),
+                       TypeError)
+        if name in self._buffers and not backend.is_array(value) and not (
+                value is None and name in self._optional):
+            check.fail(where, "the new value", "an array (it is a buffer, saved with the "
+                       "model)", _kind(value), TypeError)
+
     def register_buffer(self, name: str, array, shape=None, cast=True) -> None:
         """State that is saved and loaded but not trained (running statistics, a mask).
 
@@ -52,12 +76,12 @@ class Module:
         it out), and a loaded one must have that shape. With cast=False, astype
         leaves it in its own dtype (TMAF's breakpoints: values, not float32 state).
         """
-        setattr(self, name, array)
-        self._buffers[name] = array
         if shape is not None:
             self._optional[name] = tuple(shape)
         if not cast:
             self._uncast.add(name)
+        setattr(self, name, array)
+        self._buffers[name] = array
 
     def forward(self, *args):
         raise NotImplementedError(f"{type(self).__name__} has no forward")
@@ -91,6 +115,7 @@ class Module:
             p.grad = None
 
     def train(self, mode: bool = True) -> "Module":
+        check.flag(f"{type(self).__name__}.train", "mode", mode)
         for _, m in self.named_modules():
             object.__setattr__(m, "training", mode)
         return self
@@ -99,7 +124,16 @@ class Module:
         return self.train(False)
 
     def astype(self, dtype) -> "Module":
-        """Cast every parameter and buffer (float64 for derivative checks)."""
+        """Cast every parameter and buffer to a floating dtype (float64 for derivative
+        checks). An integer dtype is refused: it would truncate the parameters."""
+        where = f"{type(self).__name__}.astype"
+        try:  # (NumPy reads None as float64: refused, it is no dtype)
+            kind = None if dtype is None else backend.host_module().dtype(dtype).kind
+        except TypeError:
+            kind = None
+        if kind != "f":
+            check.fail(where, "dtype", "a floating dtype ('float32', 'float64')", dtype,
+                       TypeError)
         for _, m in self.named_modules():
             for p in m._params.values():
                 p.data = p.data.astype(dtype)
@@ -143,9 +177,12 @@ class Module:
             if tuple(value.shape) != tuple(shape):
                 raise ValueError(f"{where}: {name} has shape {tuple(value.shape)} in the "
                                  f"state, {tuple(shape)} in the model")
+        params = dict(self.named_parameters())
         for name, target in own.items():  # all checked: now write
             if name not in optional:
                 target[...] = backend.asarray(state[name], dtype=target.dtype)
+                if name in params:  # a graph that used the old values must not backward
+                    params[name].mark_changed()
         for name, (m, attr, shape) in optional.items():
             dtype = next((p.dtype for p in m._params.values()), get_default_dtype())
             value = backend.asarray(state[name], dtype=dtype) if name in state else None
@@ -177,6 +214,10 @@ class Module:
         body = "".join(f"\n  ({name}): " + repr(m).replace("\n", "\n  ")
                        for name, m in self._modules.items())
         return head + body + "\n)"
+
+
+def _kind(value) -> str:
+    return "None" if value is None else type(value).__name__
 
 
 class Sequential(Module):

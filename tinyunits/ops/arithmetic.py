@@ -3,6 +3,9 @@
 Each backward returns gradients in the broadcast shape of the output;
 Tensor.backward sums them down to each input's own shape (tensor.sum_to).
 """
+import numbers
+
+from .. import _check as check
 from ..function import Function
 
 
@@ -54,10 +57,14 @@ class Neg(Function):
 
 
 class Pow(Function):
-    """a ** c for a constant exponent c."""
+    """a ** c for a constant exponent c (a Python number: a NumPy float64 exponent
+    would make a float32 tensor float64)."""
 
     def __init__(self, c):
-        self.c = c
+        if not isinstance(c, numbers.Real) or isinstance(c, bool):
+            check.fail("pow", "the exponent", "a real number (a constant; Tensor exponents "
+                       "are not supported)", c, TypeError)
+        self.c = int(c) if isinstance(c, numbers.Integral) else float(c)
 
     def forward(self, a):
         self.a = a

@@ -28,6 +28,11 @@ class Linear(Function):
     """y = x @ W.T + b in one node: one GEMM forward, two backward."""
 
     def forward(self, x, W, b=None):
+        if W.ndim != 2 or x.shape[-1:] != W.shape[1:] or (b is not None
+                                                           and b.shape != W.shape[:1]):
+            raise ValueError(f"linear: expected input (..., k), weight (n, k) and bias (n,), "
+                             f"got {x.shape}, {W.shape} and "
+                             f"{None if b is None else b.shape}")
         self.x, self.W = x, W
         y = x @ W.T
         if b is not None:

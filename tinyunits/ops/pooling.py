@@ -7,6 +7,7 @@ position's gradient back through the same view.
 """
 from ..backend import get_array_module
 from ..function import Function
+from .reduction import mean
 
 
 class _Pool(Function):
@@ -64,4 +65,4 @@ class AvgPool2d(_Pool):
 
 def max_pool2d(x, k): return MaxPool2d(k)(x)
 def avg_pool2d(x, k): return AvgPool2d(k)(x)
-def global_avg_pool2d(x): return x.mean(axis=(2, 3))
+def global_avg_pool2d(x): return mean(x, axis=(2, 3))

@@ -1,24 +1,53 @@
-"""Reductions: sum, mean and max over an axis (or all axes)."""
+"""Reductions: sum, mean and max over all axes, one axis or several.
+
+`axis` is as NumPy takes it: None (all), an int, or a list or tuple of ints,
+negative ones counting from the end. Each op turns it into a sorted tuple of
+non-negative axes before it reduces, and refuses a repeated or out-of-range axis.
+"""
+from .. import _check as check
 from ..backend import get_array_module
 from ..function import Function
+
+
+def _axes(where, axis, ndim):
+    """None, or the axes as a sorted tuple of non-negative ints (checked)."""
+    if axis is None:
+        return None
+    axes = (axis,) if check.is_int(axis) else axis
+    if not isinstance(axes, (list, tuple)) or not all(check.is_int(a) for a in axes):
+        check.fail(where, "axis", "None, an int or a list or tuple of ints", axis, TypeError)
+    for a in axes:
+        if not -ndim <= a < ndim:
+            check.fail(where, "axis", f"in [-{ndim}, {ndim}) for a tensor with {ndim} axes",
+                       axis)
+    normal = sorted(a % ndim for a in axes)
+    if len(set(normal)) != len(normal):
+        check.fail(where, "axis", "each axis once", axis)
+    return tuple(normal)
 
 
 def _expand(g, shape, axis, keepdims):
     """Put back the reduced axes of g (as size 1) so it broadcasts against `shape`."""
     if keepdims or axis is None:
         return g.reshape((1,) * len(shape)) if axis is None else g
-    axes = (axis,) if isinstance(axis, int) else axis
-    axes = sorted(a % len(shape) for a in axes)
-    for a in axes:
+    for a in axis:  # sorted: each lands where it was
         g = get_array_module(g).expand_dims(g, a)
     return g
 
 
-class Sum(Function):
+class _Reduction(Function):
+    name = None  # as the user calls it: errors name "sum", not "Sum"
+
     def __init__(self, axis=None, keepdims=False):
+        check.flag(self.name, "keepdims", keepdims)
         self.axis, self.keepdims = axis, keepdims
 
+
+class Sum(_Reduction):
+    name = "sum"
+
     def forward(self, x):
+        self.axis = _axes(self.name, self.axis, x.ndim)
         self.shape = x.shape
         return x.sum(axis=self.axis, keepdims=self.keepdims)
 
@@ -29,6 +58,8 @@ class Sum(Function):
 
 
 class Mean(Sum):
+    name = "mean"
+
     def forward(self, x):
         y = super().forward(x)
         self.n = x.size // y.size if y.size else 1
@@ -38,13 +69,16 @@ class Mean(Sum):
         return (super().backward(g)[0] / self.n,)
 
 
-class Max(Function):
+class Max(_Reduction):
     """The gradient goes to the maximum; ties share it equally."""
 
-    def __init__(self, axis=None, keepdims=False):
-        self.axis, self.keepdims = axis, keepdims
+    name = "max"
 
     def forward(self, x):
+        self.axis = _axes(self.name, self.axis, x.ndim)
+        if 0 in (x.shape if self.axis is None else [x.shape[a] for a in self.axis]):
+            raise ValueError(f"max: the max over an axis of length 0 is undefined, got "
+                             f"a tensor of shape {x.shape} and axis={self.axis}")
         self.x = x
         self.y = x.max(axis=self.axis, keepdims=True)
         return self.y if self.keepdims else _squeeze(self.y, self.axis)

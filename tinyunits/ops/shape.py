@@ -7,6 +7,8 @@ from ..tensor import Tensor
 
 
 class Reshape(Function):
+    view = True  # (a copy when x is not contiguous: sharing its counter is then only cautious)
+
     def __init__(self, shape):
         self.shape = tuple(shape) if not isinstance(shape, int) else (shape,)
 
@@ -19,6 +21,8 @@ class Reshape(Function):
 
 
 class Transpose(Function):
+    view = True
+
     def __init__(self, axes=None):
         self.axes = axes
 
@@ -37,7 +41,10 @@ class GetItem(Function):
     """x[index]; repeated fancy indices add their gradients (scatter-add)."""
 
     def __init__(self, index):
-        self.index = index.data if isinstance(index, Tensor) else index
+        # a Tensor's array is copied: it is no input of the graph, so a change to it
+        # before backward would go unseen by the version counters
+        self.index = index.data.copy() if isinstance(index, Tensor) else index
+        self.view = _is_basic(self.index)  # fancy indexing copies
 
     def forward(self, x):
         self.in_shape = x.shape

@@ -206,8 +206,9 @@ class FocusingLinear(Module):
     def constrain(self) -> None:
         """Clip mu to [0, 1] and sigma to [0.01, 1] in place (after each step)."""
         xp = get_array_module(self.mu.data)
-        xp.clip(self.mu.data, *MU_RANGE, out=self.mu.data)
-        xp.clip(self.sigma.data, *SIGMA_RANGE, out=self.sigma.data)
+        for p, bounds in ((self.mu, MU_RANGE), (self.sigma, SIGMA_RANGE)):
+            xp.clip(p.data, *bounds, out=p.data)
+            p.mark_changed()  # a graph recorded before must not backward with new values
 
     def focus(self):
         """The normalised focus coefficients u (out, in), eq. (7), as an array."""
