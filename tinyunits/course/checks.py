@@ -78,14 +78,16 @@ class Case:
     broadcast_ok: bool = False  # may backward return the output's broadcast shape?
     names: tuple = ()           # every input's gradient name, when not only the graded
     every_input: bool = False   # every input requires a gradient (see the module doc)
+    alone: bool = False         # also each graded input alone (a backward using needs_grad)
 
     def name(self, i) -> str:
-        return self.names[i] if self.names else self.graded.get(i, f"the gradient of input {i}")
+        return self.names[i] if self.names else self.graded.get(i, f"d(input {i})")
 
     def probes(self) -> list:
         """The sets of inputs that require a gradient, one backward each."""
         if not self.every_input:
-            return [sorted(self.graded)]
+            alone = [[i] for i in sorted(self.graded)] if self.alone and len(self.graded) > 1 else []
+            return [sorted(self.graded)] + alone
         rest = [i for i in range(len(self.inputs)) if i not in self.graded]
         return [list(range(len(self.inputs)))] + ([rest] if rest else [])
 
@@ -207,17 +209,17 @@ def _structure(case, p, label):
 
 
 def _article(kind: str) -> str:
-    return "None" if kind == "None" else f"a{'n' if kind[:1] in 'aeiou' else ''} {kind}"
+    return {"None": "None", "ndarray": "one array", "nothing": "nothing"}.get(kind, f"a {kind}")
 
 
-def _gradient(case, i, a, kind, numeric, g, label, extra=""):
-    """(status, line) for one gradient the child sent for input i."""
+def _gradient(case, i, a, kind, numeric, g, label):
+    """(status, line, relative error or None) for one gradient the child sent for input i."""
     name, x = case.name(i), case.inputs[i]
     if a is None:
         what = "None" if kind == "None" else _article(kind)
-        return (FAIL, f"{label}: {name} missing (backward returned {what} for it)")
+        return (FAIL, f"{label}: {name} missing (backward returned {what} for it)", None)
     if a.dtype != x.dtype:
-        return (FAIL, f"{label}: {name} has dtype {a.dtype}, the input has {x.dtype}")
+        return (FAIL, f"{label}: {name} has dtype {a.dtype}, the input has {x.dtype}", None)
     if case.broadcast_ok and a.shape != x.shape and a.ndim >= x.ndim:
         try:
             a = _sum_down(a, x.shape)
@@ -227,12 +229,12 @@ def _gradient(case, i, a, kind, numeric, g, label, extra=""):
     if a.shape != x.shape:
         story = diagnose(a, ref).story
         return (FAIL, f"{label}: {name} has shape {a.shape}, the input has {x.shape}"
-                      + (f": {story}" if story else ""))
+                      + (f": {story}" if story else ""), None)
     _, rel, ok = compare(a, ref)
     if ok:
-        return (PASS, f"{label}: {name} ok (max relative error {rel:.1e})")
-    return (FAIL, f"{label}: {name} wrong{extra}: max relative error {rel:.1e}"
-                  + _why(case, i, a, g, numeric))
+        return (PASS, f"{label}: {name} ok (max relative error {rel:.1e})", rel)
+    return (FAIL, f"{label}: {name} wrong: max relative error {rel:.1e}"
+                  + _why(case, i, a, g, numeric), rel)
 
 
 def _why(case, i, a, g, numeric, **context):
@@ -259,13 +261,13 @@ def _repeat(case, p, label, indices, baseline=None):
         old = found(baseline)
         changed, differ = [w for w in changed if w not in old[0]], [n for n in differ if n not in old[1]]
         error = error if not old[2] else ""
-    lines = [(FAIL, f"{label}: your backward changed {', '.join(changed)} in place")] if changed else []
-    if error:
-        lines.append((FAIL, f"{label}: a second backward through the same Function raised {error}"))
-    if differ:
-        lines.append((FAIL, f"{label}: a second backward through the same Function gives a "
-                            f"different {', '.join(differ)}"))
-    return lines
+    again = (f"a second backward through the same Function raised {error}" if error else
+             f"a second backward through the same Function gives a different {', '.join(differ)}"
+             if differ else "")
+    if changed:
+        return [(FAIL, f"{label}: your backward changed {', '.join(changed)} in place"
+                       + (f", and {again}" if again else ""))]
+    return [(FAIL, f"{label}: {again}")] if again else []
 
 
 def _forward(case, p, y, label):
@@ -282,23 +284,50 @@ def verdicts(case, probes, y, g, hidden=False) -> list:
     label = "hidden case" if hidden else case.label
     numeric = references(case, g)
     first, mine = probes[0], ", ".join(case.graded.values())
-    if case.every_input and len(probes) > 1 and first.error and probes[1].error:
+    if not case.every_input:
+        lines = _ordinary(case, first, y, g, numeric, sorted(case.graded), label, hidden)
+        raising = [case.name(i) for p, (i,) in zip(probes[1:], case.probes()[1:]) if p.error]
+        if first.error and 0 < len(raising) < len(probes) - 1:  # whose lines raise
+            fine = [case.name(i) for p, (i,) in zip(probes[1:], case.probes()[1:]) if not p.error]
+            status, line, printed = lines[0]
+            lines[0] = (status, f"{line}; {', '.join(raising)} alone raises it, "
+                                f"{', '.join(fine)} alone does not", printed)
+        for p, (i,) in zip(probes[1:], case.probes()[1:]):  # each input alone: failures only
+            alone = _ordinary(case, p, y, g, numeric, [i], f"{label}, only {case.name(i)} "
+                              "requiring one", hidden)
+            if all(line[0] == PASS for line in lines):  # else they would only repeat it
+                lines += [line for line in alone if line[0] != PASS]
+        return lines
+    if len(probes) > 1 and first.error and probes[1].error:
         kind = probes[1].error.split(":", 1)[0]
         return [(SKIP, f"{label}: not graded yet: without {mine} too, backward raises {kind} "
                        "(this case needs every gradient of the Function)", "")]
     structure = None if first.error else _structure(case, first, label)
-    if first.error:
-        lines = [_raised(first, label, hidden, mine)]
-    elif structure:
-        lines = [structure]
-    elif case.every_input:
-        lines = _every_input(case, probes, g, numeric, label)
+    lines = ([_raised(first, label, hidden, mine)] if first.error else [structure] if structure
+             else _every_input(case, probes, g, numeric, label))
+    return [(status, line, "" if hidden or status != FAIL else first.printed)
+            for status, line in lines]
+
+
+def _ordinary(case, p, y, g, numeric, indices, label, hidden):
+    """[(status, line, printed)] for one backward of a case, judging the gradients of
+    `indices`; one line when all is well."""
+    names = ", ".join(case.name(i) for i in indices)
+    structure = None if p.error else _structure(case, p, label)
+    if p.error or structure:
+        lines = [_raised(p, label, hidden, names) if p.error else structure]
     else:
-        lines = _forward(case, first, y, label) + [
-            _gradient(case, i, first.array(f"grad{i}"), first.kind(f"grad{i}"), numeric, g, label)
-            for i in sorted(case.graded)] + _repeat(case, first, label, sorted(case.graded))
-    printed = "" if hidden else first.printed
-    return [(status, line, printed if status == FAIL else "") for status, line in lines]
+        judged = {i: _gradient(case, i, p.array(f"grad{i}"), p.kind(f"grad{i}"), numeric, g,
+                               label) for i in indices}
+        right = [i for i in indices if judged[i][0] == PASS]
+        lines = _forward(case, p, y, label) + [judged[i][:2] for i in indices if i not in right]
+        if right:  # one line for all that are right
+            worst = max(judged[i][2] for i in right)
+            lines.append((PASS, f"{label}: {', '.join(case.name(i) for i in right)} ok (max "
+                                f"relative error {worst:.1e})"))
+        lines += _repeat(case, p, label, indices)
+    return [(status, line, "" if hidden or status != FAIL else p.printed)
+            for status, line in lines]
 
 
 def _every_input(case, probes, g, numeric, label):
@@ -310,14 +339,14 @@ def _every_input(case, probes, g, numeric, label):
     if without is None or without.error or _structure(case, without, label):
         # nothing to compare with: the other gradients must simply be right
         return ([_gradient(case, i, both.array(f"grad{i}"), both.kind(f"grad{i}"), numeric, g,
-                           label) for i in others] + _repeat(case, both, label, others))
+                           label)[:2] for i in others] + _repeat(case, both, label, others))
     lines = []
     for i in others:
         a, alone = both.array(f"grad{i}"), without.array(f"grad{i}")
         if _same(a, alone):
             continue
         if a is None or a.dtype != case.inputs[i].dtype or a.shape != case.inputs[i].shape:
-            lines.append(_gradient(case, i, a, both.kind(f"grad{i}"), numeric, g, label))
+            lines.append(_gradient(case, i, a, both.kind(f"grad{i}"), numeric, g, label)[:2])
             continue
         rel = compare(a, numeric(i))[1]
         lines.append((FAIL, f"{label}: {case.name(i)} wrong when {mine} is computed too (not "
@@ -337,7 +366,7 @@ def _host(x):
 
 def _binary(label, op, a_shape, b_shape, **kw):
     return Case(label, op, [_host(data(*a_shape)), _host(data(*b_shape, **kw))],
-                {0: "da", 1: "db"}, broadcast_ok=True)
+                {0: "da", 1: "db"}, broadcast_ok=True, alone=True)
 
 
 def engine_mul():
@@ -387,9 +416,9 @@ def engine_softmax_ce():
     return cases
 
 
-def _with_every_input(case, names, mistakes=None):
+def _with_every_input(case, mistakes=None):
     """The case again with every input requiring a gradient at once."""
-    return replace(case, label=f"{case.label}, every input requiring a gradient", names=names,
+    return replace(case, label=f"{case.label}, every input requiring a gradient",
                    every_input=True, mistakes={**case.mistakes, **(mistakes or {})})
 
 
@@ -424,9 +453,9 @@ def _dac_cases(graded):
         blocks = f", {n_out} blocks of one output unit" if budget else ""
         cases.append(Case(f"{act}, x ({batch}, {n_in}), W ({n_out}, {n_in}){blocks}",
                           lambda act=act, budget=budget: DACLinearFn(act, budget=budget),
-                          [x, W, B], graded, mistakes))
+                          [x, W, B], graded, mistakes, names=DAC_NAMES))
     first = cases[0]
-    return cases + [_with_every_input(first, DAC_NAMES,
+    return cases + [_with_every_input(first,
                                  {"dx": [(SCALED_MASK, _dx_with_scaled_mask(first.make))]})]
 
 
@@ -447,6 +476,16 @@ def dac_conv():
     return cases
 
 
+PLAIN_RESHAPE = ("dX put back by a plain reshape: for a conv map the rows of X are (batch, "
+                 "unit, position) with the n arguments last, so dX must be transposed back "
+                 "the way X was made")
+
+
+def _plainly_reshaped(n):
+    """dx as a plain reshape of dX (the points) gives it: right only for dense inputs or n = 1."""
+    return lambda ref, g, inputs, numeric: InnerNetFn(n)._to_points(ref).reshape(ref.shape)
+
+
 def multiarg_inner():
     cases = []
     for n, shape, frozen in [(2, (4, 6), False), (1, (2, 2, 3, 3), False), (3, (1, 3), False),
@@ -460,19 +499,19 @@ def multiarg_inner():
         kind = "conv map" if len(shape) == 4 else "dense"
         cases.append(Case(f"n_args {n}, x {shape} ({kind})" + (", f frozen" if frozen else ""),
                           lambda n=n, frozen=frozen: InnerNetFn(n, param_grads=not frozen),
-                          [_host(x)] + params, names))
+                          [_host(x)] + params, names, {"dx": [(PLAIN_RESHAPE, _plainly_reshaped(n))]}))
     return cases
 
 
 def _tmaf_cases(fn, n_params, graded):
     s = backend.asarray(np.asarray(BREAKPOINTS))
+    names = ("dx", "dlevels") if n_params == 1 else ("dx", "dlower", "dlevels", "dupper")
     cases = []
     for shape in [(6, 5), (2, 3, 4, 4), (1, 1)]:
         params = [_host(data(shape[1], len(BREAKPOINTS) + 1)) for _ in range(n_params)]
         cases.append(Case(f"x {shape}", lambda: fn(s), [_host(between_breakpoints(*shape))]
-                          + params, graded))
-    names = ("dx", "dlevels") if n_params == 1 else ("dx", "dlower", "dlevels", "dupper")
-    return cases + [_with_every_input(cases[0], names)]
+                          + params, graded, names=names))
+    return cases + [_with_every_input(cases[0])]
 
 
 HAN_NAMES = ("dx", "du", "db")
@@ -499,8 +538,9 @@ def _han_cases(graded):
         extra = ("" if bias else ", no bias") + ("" if act == "abs" else ", ReLU (Table 7)")
         cases.append(Case(f"x {shape}, axis {axis}, ||u|| 2.5{extra}",
                           lambda axis=axis, act=act: HanFn(axis, act),
-                          [_host(x), u] + ([_host(layer.bias)] if bias else []), graded))
-    return cases + [_with_every_input(cases[0], HAN_NAMES,
+                          [_host(x), u] + ([_host(layer.bias)] if bias else []), graded,
+                          names=HAN_NAMES[:3 if bias else 2]))
+    return cases + [_with_every_input(cases[0],
                                  {"db": [(CHANGED_G_Z, _db_from_changed_g_z(-1))]})]
 
 
@@ -552,8 +592,8 @@ def _focus_cases(graded):
         cases.append(Case(f"x {x_shape}, {len(mu)} focus centres, {label}",
                           lambda mask=mask: FocusingLinearFn(mask), [_host(data(*x_shape))] + [
                               _host(p) for p in (layer.weight, layer.bias, layer.mu,
-                                                 layer.sigma)], graded, mistakes))
-    return cases + [_with_every_input(cases[0], FOCUS_NAMES)]
+                                                 layer.sigma)], graded, mistakes, names=FOCUS_NAMES))
+    return cases + [_with_every_input(cases[0])]
 
 
 CASES = {  # exercise -> builder of its visible cases

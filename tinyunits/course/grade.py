@@ -25,7 +25,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from .. import backend
+from .. import _check, backend
 from ..tensor import get_default_dtype, set_default_dtype
 from . import checks
 from .exercises import BY_NAME, EXERCISES
@@ -258,6 +258,7 @@ def grade(directory=None, only=None, hidden=None, timeout=TIMEOUT, workers=None)
     timeout: seconds per exercise; workers: children at a time (default: the cores, <= 4).
     The cases are drawn from fixed seeds: tinyunits' generators are reseeded.
     """
+    _check.number("grade", "timeout", timeout, low=0, low_open=True)
     root = pathlib.Path(directory or SOURCE_ROOT).resolve()
     names = list(only) if only else [e.name for e in EXERCISES]
     unknown = [n for n in names if n not in BY_NAME]

@@ -135,7 +135,9 @@ def _write(job, info, arrays=None, np=None):
 
 
 def main(root, job):
-    resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT))
+    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    limit = LIMIT if hard == resource.RLIM_INFINITY else min(LIMIT, hard)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))  # for good: a child cannot raise it
     sys.path[0] = str(root)  # replaces this script's folder
     os.chdir(root)
     spec = json.loads((job / "job.json").read_text())

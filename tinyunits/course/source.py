@@ -23,7 +23,7 @@ HIDDEN_DIR = "course_hidden"
 # the course's own tests (they plant mistakes into copies of the solutions).
 SKIP_DIRS = {".git", ".venv", "__pycache__", ".pytest_cache", "figures", "checkpoints",
              "build", "dist", ".benchmarks", HIDDEN_DIR}
-SKIP_FILES = re.compile(r"^tests/(test_course\.py|course_.*)$")
+SKIP_FILES = re.compile(r"^tests/(test_course\w*\.py|course_.*)$")
 
 
 @dataclass

@@ -173,8 +173,7 @@ def _check(fn, inputs, named, eps, tol, atol, seed, max_sweep, n_directions):
         if row.ok or row.name not in swept:
             continue
         t, a, n = swept[row.name]
-        others = {f"the gradient of {name}": other for name, (_, _, other) in swept.items()
-                  if name != row.name}
+        others = {f"d{name}": other for name, (_, _, other) in swept.items() if name != row.name}
         found = diagnose(a, n, others=others, alone=_alone(fn, inputs, named, t, v))
         row.worst, row.diagnosis = found.index, found.story
     return report

@@ -26,7 +26,7 @@ the shapes differ); `story` is one line when one simple story explains the error
     "off by a constant factor: it is 1/12 times the right gradient"
                     never on a one-element gradient, where any error is "a factor";
                     a simple fraction is printed as one
-    "zero at 3 of 12 entries where it should not be"
+    "zero at 3 of 12 entries where it should not be"   (and right at the others)
 
 With elementwise=False (gradcheck's random directions, where the two vectors are
 projections, not gradients) only the zero, sign and factor stories are tried.
@@ -125,7 +125,7 @@ def _story(np, a, n, others, known, alone, without, elementwise) -> str:
     if story:
         return story
     zero = (a == 0) & (abs(n) > 1e-8 * abs(n).max())
-    if zero.any():
+    if zero.any() and distance(a[~zero], n[~zero]) < SAME:
         return f"zero at {int(zero.sum())} of {a.size} entries where it should not be"
     return ""
 
