@@ -86,8 +86,8 @@ class Case:
     def probes(self) -> list:
         """The sets of inputs that require a gradient, one backward each."""
         if not self.every_input:
-            alone = [[i] for i in sorted(self.graded)] if self.alone and len(self.graded) > 1 else []
-            return [sorted(self.graded)] + alone
+            alone = self.alone and len(self.graded) > 1
+            return [sorted(self.graded)] + ([[i] for i in sorted(self.graded)] if alone else [])
         rest = [i for i in range(len(self.inputs)) if i not in self.graded]
         return [list(range(len(self.inputs)))] + ([rest] if rest else [])
 
@@ -187,7 +187,8 @@ def _raised(p, label, hidden, wants=""):
     error = p.error or "Exception"
     kind = error.split(":", 1)[0]
     if kind == "NotImplementedError":
-        return (TODO, f"{label}: not implemented" + ("" if hidden else f" ({error.split(': ', 1)[-1]})"))
+        detail = "" if hidden else f" ({error.split(': ', 1)[-1]})"
+        return (TODO, f"{label}: not implemented{detail}")
     where = p.info.get("stage") if p.info.get("stage") in ("forward", "backward") else "backward"
     line = f"{label}: {where} raised {kind if hidden else error}"
     if "read-only" in error:
@@ -250,16 +251,17 @@ def _why(case, i, a, g, numeric, **context):
 def _repeat(case, p, label, indices, baseline=None):
     """Lines for a backward that changed something in place or does not repeat itself
     (leaving out what the baseline probe, without the exercise's inputs, did as well)."""
-    def found(p):
-        again = [case.name(i) for i in indices if not p.info.get("again_error")
-                 and not _same(p.array(f"again{i}"), p.array(f"grad{i}"))]
-        error = str(p.info.get("again_error") or "").split(":", 1)[0]
-        return _changed(case, p), again, error
+    def found(probe):
+        again = [case.name(i) for i in indices if not probe.info.get("again_error")
+                 and not _same(probe.array(f"again{i}"), probe.array(f"grad{i}"))]
+        error = str(probe.info.get("again_error") or "").split(":", 1)[0]
+        return _changed(case, probe), again, error
 
     changed, differ, error = found(p)
     if baseline is not None:
         old = found(baseline)
-        changed, differ = [w for w in changed if w not in old[0]], [n for n in differ if n not in old[1]]
+        changed = [what for what in changed if what not in old[0]]
+        differ = [name for name in differ if name not in old[1]]
         error = error if not old[2] else ""
     again = (f"a second backward through the same Function raised {error}" if error else
              f"a second backward through the same Function gives a different {', '.join(differ)}"
@@ -286,17 +288,18 @@ def verdicts(case, probes, y, g, hidden=False) -> list:
     first, mine = probes[0], ", ".join(case.graded.values())
     if not case.every_input:
         lines = _ordinary(case, first, y, g, numeric, sorted(case.graded), label, hidden)
-        raising = [case.name(i) for p, (i,) in zip(probes[1:], case.probes()[1:]) if p.error]
-        if first.error and 0 < len(raising) < len(probes) - 1:  # whose lines raise
-            fine = [case.name(i) for p, (i,) in zip(probes[1:], case.probes()[1:]) if not p.error]
+        alone = [(p, i) for p, (i,) in zip(probes[1:], case.probes()[1:])]
+        raising = [case.name(i) for p, i in alone if p.error]
+        if first.error and 0 < len(raising) < len(alone):  # say whose lines raise
+            fine = [case.name(i) for p, i in alone if not p.error]
             status, line, printed = lines[0]
             lines[0] = (status, f"{line}; {', '.join(raising)} alone raises it, "
                                 f"{', '.join(fine)} alone does not", printed)
-        for p, (i,) in zip(probes[1:], case.probes()[1:]):  # each input alone: failures only
-            alone = _ordinary(case, p, y, g, numeric, [i], f"{label}, only {case.name(i)} "
-                              "requiring one", hidden)
-            if all(line[0] == PASS for line in lines):  # else they would only repeat it
-                lines += [line for line in alone if line[0] != PASS]
+        elif all(line[0] == PASS for line in lines):  # else the failures would repeat it
+            for p, i in alone:
+                lines += [line for line in _ordinary(case, p, y, g, numeric, [i], f"{label}, only "
+                                                     f"{case.name(i)} requiring one", hidden)
+                          if line[0] != PASS]
         return lines
     if len(probes) > 1 and first.error and probes[1].error:
         kind = probes[1].error.split(":", 1)[0]
@@ -499,7 +502,8 @@ def multiarg_inner():
         kind = "conv map" if len(shape) == 4 else "dense"
         cases.append(Case(f"n_args {n}, x {shape} ({kind})" + (", f frozen" if frozen else ""),
                           lambda n=n, frozen=frozen: InnerNetFn(n, param_grads=not frozen),
-                          [_host(x)] + params, names, {"dx": [(PLAIN_RESHAPE, _plainly_reshaped(n))]}))
+                          [_host(x)] + params, names,
+                          {"dx": [(PLAIN_RESHAPE, _plainly_reshaped(n))]}))
     return cases
 
 
@@ -592,7 +596,8 @@ def _focus_cases(graded):
         cases.append(Case(f"x {x_shape}, {len(mu)} focus centres, {label}",
                           lambda mask=mask: FocusingLinearFn(mask), [_host(data(*x_shape))] + [
                               _host(p) for p in (layer.weight, layer.bias, layer.mu,
-                                                 layer.sigma)], graded, mistakes, names=FOCUS_NAMES))
+                                                 layer.sigma)], graded, mistakes,
+                          names=FOCUS_NAMES))
     return cases + [_with_every_input(cases[0])]
 
 

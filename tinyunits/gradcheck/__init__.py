@@ -31,7 +31,8 @@ Tensor.backward; the report then has one failing row, for that input (named
 
 `python -m tinyunits.gradcheck [pattern]` runs every registered case (the ops,
 then each unit's cases from tinyunits/checks/), prints a table, and exits
-non-zero on any failure, or when the pattern matches no case. A case is registered (tinyunits.checks.register) with
+non-zero on any failure, or when the pattern matches no case. A case is
+registered (tinyunits.checks.register) with
 
     @register("name")
     def _():

@@ -87,9 +87,9 @@ def diagnose(analytic, numeric, others=None, known=(), alone=None,
     if a.shape != n.shape:
         return Diagnosis((), shape_story(a.shape, n.shape))
     err = abs(a - n)
-    index = tuple(int(k) for k in np.unravel_index(int(err.argmax()), err.shape)) if err.size else ()
-    if not elementwise:
-        index = ()
+    index = ()
+    if elementwise and err.size:
+        index = tuple(int(k) for k in np.unravel_index(int(err.argmax()), err.shape))
     return Diagnosis(index, _story(np, a, n, others or {}, known, alone, without, elementwise))
 
 
