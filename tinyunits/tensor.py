@@ -157,11 +157,12 @@ class Tensor:
             for x, gx in zip(fn.inputs, fn.backward(g)):
                 if gx is None or not x.requires_grad:
                     continue
+                shape = x.data.shape
                 try:
-                    summed = sum_to(gx, x.data.shape)
+                    summed = sum_to(gx, shape)
                 except ValueError as err:  # numpy's reshape message names neither op nor input
                     raise GradientShapeError(fn, x, gx.shape) from err
-                if summed.shape != x.data.shape:
+                if summed.shape != shape:
                     raise GradientShapeError(fn, x, gx.shape)
                 gx = summed
                 earlier = grads.get(id(x))
