@@ -257,3 +257,24 @@ def test_json_scores_come_only_from_the_grader(solved, tmp_path):
     report = gradescope(results)
     assert report["tests"][0]["score"] == 0
     assert json.loads(json.dumps(report)) == report
+
+
+HIDDEN = '''
+def cases(checks):
+    x = checks._host(checks._off_kink_inputs(6, 3))
+    W, B = checks.np.full((2, 3), 0.4321), checks.np.full((2, 3), 0.4)
+    return {"dac_dB": [checks.Case("SECRET", lambda: checks.DACLinearFn("relu"),
+                                   [x, W, B], {2: "dB"})]}
+'''
+
+
+def test_what_the_student_prints_in_a_hidden_case_is_never_shown(solved, tmp_path):
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "w.py").write_text(HIDDEN)
+    tree = plant(solved, tmp_path, "dac_dB", "print('W seen:', W.ravel()[:3])",
+                 "gB[I] = M.sum(axis=1)")
+    output = grade(tree, ["dac_dB"], hidden)[1][0].output
+    assert "it printed: W seen:" in output  # a visible case's print is shown
+    assert "hidden case: dB wrong" in output
+    assert "0.4321" not in output and "SECRET" not in output

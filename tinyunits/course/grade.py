@@ -144,7 +144,7 @@ def _plan(name, hidden, work) -> Plan:
 
 def _run_child(root, job, timeout):
     """('done' | 'timeout' | 'stopped', exit code) for one child, which runs in its own
-    session so that whatever it started is stopped with it."""
+    session so that whatever it started is stopped with it at the time limit."""
     env = dict(os.environ, TINYUNITS_BACKEND="numpy", TINYUNITS_NUM_THREADS="1",
                OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTHONPATH", None)
@@ -155,14 +155,21 @@ def _run_child(root, job, timeout):
         try:
             code = child.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            _stop(child)
             return "timeout", None
-        finally:
-            try:
-                os.killpg(child.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            child.wait()
     return ("done" if (job / "result.json").is_file() else "stopped"), code
+
+
+def _stop(child):
+    """Stop a child that is still running, and whatever it started (its session, on POSIX)."""
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(child.pid, signal.SIGKILL)  # not yet reaped: the group is still its own
+        else:
+            child.kill()
+    except ProcessLookupError:
+        pass
+    child.wait()
 
 
 def _read(job):
@@ -249,7 +256,9 @@ def _result(name, lines) -> Result:
 
 
 def _workers() -> int:
-    return max(1, min(4, len(os.sched_getaffinity(0))))
+    """One child per core this process may use, at most four."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(4, cores or 1))
 
 
 def grade(directory=None, only=None, hidden=None, timeout=TIMEOUT, workers=None):
