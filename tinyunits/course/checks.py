@@ -583,7 +583,7 @@ def _focus_cases(graded):
             ("on and beyond the edges", (5, 6), [0.0, 1.0, 0.97, 0.04], [0.05, 0.1, 0.3, 0.03],
              None),
             ("wide", (5, 5), [0.4, 0.7], [1.0, 0.8], None),
-            ("x (2, 3, 6), batched", (2, 3, 6), [0.25, 0.5, 0.75], [0.1, 0.2, 0.05], None),
+            ("batched", (2, 3, 6), [0.25, 0.5, 0.75], [0.1, 0.2, 0.05], None),
             ("pruned at 0.3", (4, 8), [0.3, 0.5, 0.7], [0.1, 0.15, 0.2], 0.3)]:
         layer = _focus_layer(x_shape[-1], len(mu), mu, sigma)
         mask = None
@@ -593,7 +593,8 @@ def _focus_cases(graded):
         name = next(iter(graded.values()))
         mistakes = {name: [("missing the normaliser term of eq. (7): ||phi|| depends on mu "
                             "and sigma too", _focus_without_normaliser(next(iter(graded))))]}
-        cases.append(Case(f"x {x_shape}, {len(mu)} focus centres, {label}",
+        centres = f"{len(mu)} focus centre{'s' * (len(mu) > 1)}"
+        cases.append(Case(f"x {x_shape}, {centres}, {label}",
                           lambda mask=mask: FocusingLinearFn(mask), [_host(data(*x_shape))] + [
                               _host(p) for p in (layer.weight, layer.bias, layer.mu,
                                                  layer.sigma)], graded, mistakes,
