@@ -113,7 +113,9 @@ def _run(tinyunits, np, case, sent, c, key, wants, arrays, out):
     arrays.update({f"{key}.saved_after.{name}": a.copy() for name, a in _saved(np, fn).items()
                    if name in saved})
     try:
-        _record(np, fn.backward(g), key, arrays, {}, "again")
+        with contextlib.redirect_stdout(_Tail()), contextlib.redirect_stderr(_Tail()):
+            again = fn.backward(g)  # what it prints again is not shown twice
+        _record(np, again, key, arrays, {}, "again")
     except BaseException as err:  # noqa: BLE001 - SystemExit too: feedback, not an end
         out["again_error"] = f"{type(err).__name__}: {err}"[:TAIL]
 
