@@ -6,9 +6,7 @@ the project rewritten on disk, then that folder graded. Not part of the student 
 (tests/test_course*.py holds solution lines).
 """
 import json
-import pathlib
 import re
-import sys
 
 import numpy as np
 import pytest
@@ -17,10 +15,9 @@ import tinyunits as tu
 from tinyunits.course import EXERCISES
 from tinyunits.course.grade import grade, gradescope, table
 from tinyunits.course.source import all_regions, regions_in, write_student_copy
-from tinyunits.function import Function
 from tinyunits.ops.arithmetic import Mul
 
-from test_course import ROOT, failing, plant, solved, student  # noqa: F401 - fixtures
+from test_course import HIDDEN, ROOT, plant, solved  # noqa: F401 - solved is a fixture
 
 
 def one(tree, name, **kw):
@@ -215,7 +212,7 @@ def test_a_factor_is_a_fraction_and_never_claimed_of_one_element(solved, tmp_pat
     assert "x (3, 4): dx wrong" in out and "it is 2 times the right gradient" in out
 
 
-def test_the_students_print_output_is_shown_for_a_failing_case_only_in_words(solved, tmp_path):
+def test_what_a_failing_case_printed_is_shown_and_scores_nothing(solved, tmp_path):
     tree = plant(solved, tmp_path, "engine_sigmoid", "print('my debug line', self.y.shape)",
                  "return (2 * g * self.y * (1 - self.y),)")
     graded, results = grade(tree, ["engine_sigmoid"])
@@ -259,22 +256,13 @@ def test_json_scores_come_only_from_the_grader(solved, tmp_path):
     assert json.loads(json.dumps(report)) == report
 
 
-HIDDEN = '''
-def cases(checks):
-    x = checks._host(checks._off_kink_inputs(6, 3))
-    W, B = checks.np.full((2, 3), 0.4321), checks.np.full((2, 3), 0.4)
-    return {"dac_dB": [checks.Case("SECRET", lambda: checks.DACLinearFn("relu"),
-                                   [x, W, B], {2: "dB"})]}
-'''
-
 
 def test_what_the_student_prints_in_a_hidden_case_is_never_shown(solved, tmp_path):
     hidden = tmp_path / "hidden"
     hidden.mkdir()
-    (hidden / "w.py").write_text(HIDDEN)
-    tree = plant(solved, tmp_path, "dac_dB", "print('W seen:', W.ravel()[:3])",
-                 "gB[I] = M.sum(axis=1)")
+    (hidden / "batch7.py").write_text(HIDDEN)  # x (7, 3): no visible case has that shape
+    tree = plant(solved, tmp_path, "dac_dB", "print('x is', x.shape)", "gB[I] = M.sum(axis=1)")
     output = grade(tree, ["dac_dB"], hidden)[1][0].output
-    assert "it printed: W seen:" in output  # a visible case's print is shown
+    assert "it printed: x is (5, 4)" in output  # a visible case's print is shown
     assert "hidden case: dB wrong" in output
-    assert "0.4321" not in output and "SECRET" not in output
+    assert "(7, 3)" not in output and "SECRET" not in output
