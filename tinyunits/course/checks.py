@@ -179,8 +179,10 @@ def _changed(case, p) -> list:
 
 
 def _same(a, b) -> bool:
-    return (a is not None and b is not None and a.shape == b.shape and a.dtype == b.dtype
-            and distance(a, b) <= REPEAT)
+    """Two results of backward agree (both missing counts as agreeing)."""
+    if a is None or b is None:
+        return a is b
+    return a.shape == b.shape and a.dtype == b.dtype and distance(a, b) <= REPEAT
 
 
 def _raised(p, label, hidden, wants=""):
@@ -216,9 +218,10 @@ def _article(kind: str) -> str:
 def _gradient(case, i, a, kind, numeric, g, label):
     """(status, line, relative error or None) for one gradient the child sent for input i."""
     name, x = case.name(i), case.inputs[i]
+    if a is None and kind == "array":
+        return (FAIL, f"{label}: {name} is not an array of real numbers", None)
     if a is None:
-        what = "None" if kind == "None" else _article(kind)
-        return (FAIL, f"{label}: {name} missing (backward returned {what} for it)", None)
+        return (FAIL, f"{label}: {name} missing (backward returned {_article(kind)} for it)", None)
     if a.dtype != x.dtype:
         return (FAIL, f"{label}: {name} has dtype {a.dtype}, the input has {x.dtype}", None)
     if case.broadcast_ok and a.shape != x.shape and a.ndim >= x.ndim:

@@ -221,7 +221,11 @@ def _lines(plan, outcome, timeout):
             lines.append((checks.FAIL, f"{'hidden case' if hidden else case.label}: "
                                        "no result came back", ""))
             continue
-        lines += checks.verdicts(case, probes, y, g, hidden)
+        try:
+            lines += checks.verdicts(case, probes, y, g, hidden)
+        except Exception as err:  # noqa: BLE001 - the grader's own bug: fail the case, go on
+            lines.append((checks.FAIL, f"{'hidden case' if hidden else case.label}: the grader "
+                                       f"could not judge it ({type(err).__name__})", ""))
     return lines
 
 
