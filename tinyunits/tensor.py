@@ -97,6 +97,21 @@ class _Version:
         return cls.latest
 
 
+class GradientShapeError(ValueError):
+    """A backward returned a gradient that no broadcast of its input explains.
+
+    `function` is the node, `input` its `index`-th input, `got` the gradient's shape and
+    `want` the input's (gradcheck reads them to name the input and diagnose the shape)."""
+
+    def __init__(self, function, input, got):
+        self.function, self.input = function, input
+        self.got, self.want = tuple(got), tuple(input.shape)
+        self.index = next(k for k, x in enumerate(function.inputs) if x is input)
+        super().__init__(f"backward: {type(function).__name__}.backward returned a gradient of "
+                         f"shape {self.got} for its input {self.index} of shape {self.want}, which "
+                         "summing broadcast axes cannot bring to the input's shape")
+
+
 class Tensor:
     """An array with a gradient; operators build the graph as they compute."""
 
@@ -231,7 +246,14 @@ class Tensor:
             for x, gx in zip(fn.inputs, fn.backward(g)):
                 if gx is None or not x.requires_grad:
                     continue
-                gx = sum_to(gx, x._data.shape)
+                shape = x._data.shape
+                try:
+                    summed = sum_to(gx, shape)
+                except ValueError as err:  # numpy's reshape message names neither op nor input
+                    raise GradientShapeError(fn, x, gx.shape) from err
+                if summed.shape != shape:
+                    raise GradientShapeError(fn, x, gx.shape)
+                gx = summed
                 if gx.dtype is not x._data.dtype:  # a float64 leaf beside float32 ops
                     gx = gx.astype(x._data.dtype, copy=False)
                 earlier = grads.get(id(x))

@@ -4,7 +4,7 @@ import json
 import sys
 
 from .exercises import BY_NAME
-from .grade import SOURCE_ROOT, grade, grade_all, gradescope, table
+from .grade import SOURCE_ROOT, TIMEOUT, grade, grade_all, gradescope, table
 from .source import write_student_copy
 
 
@@ -26,6 +26,8 @@ def main(argv=None) -> int:
                        help="grade only these exercises")
         p.add_argument("--hidden", help="folder of hidden checks (default: "
                        "$TINYUNITS_COURSE_HIDDEN, else course_hidden/ of this checkout)")
+        p.add_argument("--timeout", type=float, default=TIMEOUT, metavar="SECONDS",
+                       help=f"time limit of each exercise (default {TIMEOUT})")
     args = parser.parse_args(argv)
     try:
         if args.command == "student":
@@ -33,7 +35,7 @@ def main(argv=None) -> int:
             print(f"student copy of {SOURCE_ROOT} written to {args.dir}: "
                   f"{len(regions)} exercises stubbed")
         elif args.command == "grade":
-            graded, results = grade(args.dir, args.only, args.hidden)
+            graded, results = grade(args.dir, args.only, args.hidden, args.timeout)
             if args.json:
                 print(f"graded: {graded}", file=sys.stderr)
                 json.dump(gradescope(results), sys.stdout, indent=1)
@@ -43,9 +45,9 @@ def main(argv=None) -> int:
         else:
             if args.csv:
                 with open(args.csv, "w", newline="") as out:
-                    n = grade_all(args.submissions, out, args.hidden, args.only)
+                    n = grade_all(args.submissions, out, args.hidden, args.only, args.timeout)
             else:
-                n = grade_all(args.submissions, sys.stdout, args.hidden, args.only)
+                n = grade_all(args.submissions, sys.stdout, args.hidden, args.only, args.timeout)
             print(f"graded {n} submissions", file=sys.stderr)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)

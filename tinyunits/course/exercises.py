@@ -64,7 +64,7 @@ EXERCISES = (
     Exercise("dac_conv", 4, "tinyunits/units/dac.py",
              "DAC conv eq. (5) and its backward (dW, dA, dB, dx)", "docs/papers/dac.md", DAC,
              "Place g once per kernel tap, then dW and dA are two matrix products; "
-             "drop the padding before multiplying by phi'.", ("dx", "dW", "dB")),
+             "multiply dA by phi' on the padded map, then drop the padding.", ("dx", "dW", "dB")),
     Exercise("multiarg_inner", 3, "tinyunits/units/multiarg.py",
              "inner-net backward through the shared f, eqs. (6)-(9) (ours: the paper "
              "writes none)", "docs/papers/two_argument.md", MULTIARG,

@@ -1,95 +1,172 @@
-"""Run the checks inside the tree being graded (a subprocess of grade.py).
+"""The grader's child: run the graded tree's Functions on the grader's inputs.
 
-    python runner.py DIR [--hidden FOLDER] --only NAME ...
+    python runner.py ROOT JOB        (grade.py starts one per exercise)
 
-DIR goes first on sys.path, so `import tinyunits` finds the graded code, never an
-installed copy; the run stops if it does not. checks.py is loaded by path from
-beside this file: the grader's checks, not whatever the graded tree holds. The
-result is one line on stdout, after RESULT.
+ROOT goes first on sys.path, so `import tinyunits` finds the graded code, never an
+installed copy (the run stops if it does not). JOB is a folder from the grader:
+job.json (each case's Function, by class and constructor state, and which inputs
+require a gradient in each probe) and job.npz (inputs, cotangents g, array state).
+
+For every probe this builds the graded tree's Function, calls it on Tensors, hands
+backward a read-only g, then calls backward a second time, and writes back, in
+result.npz, arrays only: the output, both backwards' gradients, the inputs after
+backward, and the arrays the Function saved, before and after backward. result.json
+says what backward returned and raised, and what it printed (words for feedback).
+
+This process decides nothing: grade.py judges the arrays against its own library's
+forward, so nothing printed, written or exited with here can raise a score. A case
+that raises, or calls sys.exit, is recorded and the next one runs.
 """
-import argparse
-import importlib.util
+import contextlib
+import importlib
+import io
 import json
 import os
 import pathlib
 import sys
 
-RESULT = "@@tinyunits-course-result@@ "
-HERE = pathlib.Path(__file__).resolve().parent
+try:
+    import resource
+except ImportError:  # Windows: no file-size limit
+    resource = None
+
+LIMIT = 256 * 2 ** 20  # bytes this process may write to one file (a print loop's log)
+TAIL = 2000            # characters kept of what one probe printed, or of an error
 
 
-def _load(path: pathlib.Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+class _Tail(io.TextIOBase):
+    """A text stream that keeps only the last TAIL characters written to it."""
+
+    def __init__(self):
+        super().__init__()
+        self.text = ""
+
+    def writable(self):
+        return True
+
+    def write(self, s):
+        self.text = (self.text + str(s))[-TAIL:]
+        return len(s)
 
 
-def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("dir")
-    parser.add_argument("--hidden")
-    parser.add_argument("--only", nargs="+", required=True)
-    args = parser.parse_args(argv)
-    root = pathlib.Path(args.dir).resolve()
+def _decode(value, sent):
+    if isinstance(value, dict) and "array" in value:
+        return sent[value["array"]].copy()
+    if isinstance(value, dict) and "tuple" in value:
+        return tuple(_decode(v, sent) for v in value["tuple"])
+    if isinstance(value, list):
+        return [_decode(v, sent) for v in value]
+    return value
+
+
+def _build(spec, sent):
+    """The graded tree's class of that name, with the state the grader's constructor left."""
+    cls = importlib.import_module(spec["module"])
+    for part in spec["qualname"].split("."):
+        cls = getattr(cls, part)
+    fn = cls.__new__(cls)
+    fn.__dict__.update({k: _decode(v, sent) for k, v in spec["state"].items()})
+    return fn
+
+
+def _saved(np, fn) -> dict:
+    """The arrays forward kept on the Function (in lists or tuples too), by name."""
+    found = {}
+    for name, value in vars(fn).items():
+        if isinstance(value, np.ndarray):
+            found[name] = value
+        elif isinstance(value, (list, tuple)) and name != "inputs":
+            found.update({f"{name}[{k}]": v for k, v in enumerate(value)
+                          if isinstance(v, np.ndarray)})
+    return found
+
+
+def _record(np, result, key, arrays, out, prefix):
+    """Keep what backward returned: arrays under key+i, the kind of each entry in out."""
+    out["returned"] = type(result).__name__
+    if not isinstance(result, (tuple, list)):
+        return
+    out["count"] = len(result)
+    for i, a in enumerate(result):
+        kind = "None" if a is None else "array" if isinstance(a, np.ndarray) else type(a).__name__
+        out[f"{prefix}{i}"] = kind
+        if kind == "array":
+            arrays[f"{key}.{prefix}{i}"] = a.copy()
+
+
+def _run(tinyunits, np, case, sent, c, key, wants, arrays, out):
+    fn = _build(case["function"], sent)
+    tensors = [tinyunits.Tensor(sent[f"{c}.in{i}"].copy(), requires_grad=i in wants)
+               for i in range(case["n_inputs"])]
+    out["stage"] = "forward"
+    arrays[f"{key}.y"] = np.asarray(fn(*tensors).data).copy()
+    saved = _saved(np, fn)
+    out["saved"] = list(saved)
+    arrays.update({f"{key}.saved.{name}": a.copy() for name, a in saved.items()})
+    g = sent[f"{c}.g"].copy()
+    g.flags.writeable = False  # as in the engine, where one g may reach several Functions
+    out["stage"] = "backward"
+    returned = {}
+    _record(np, fn.backward(g), key, arrays, returned, "grad")
+    out.update(returned)
+    arrays.update({f"{key}.after{i}": np.asarray(t.data).copy() for i, t in enumerate(tensors)})
+    arrays.update({f"{key}.saved_after.{name}": a.copy() for name, a in _saved(np, fn).items()
+                   if name in saved})
+    try:
+        with contextlib.redirect_stdout(_Tail()), contextlib.redirect_stderr(_Tail()):
+            again = fn.backward(g)  # what it prints again is not shown twice
+        _record(np, again, key, arrays, {}, "again")
+    except BaseException as err:  # noqa: BLE001 - SystemExit too: feedback, not an end
+        out["again_error"] = f"{type(err).__name__}: {err}"[:TAIL]
+
+
+def _probe(tinyunits, np, case, sent, c, key, wants, arrays):
+    out, printed = {"stage": "build"}, _Tail()
+    try:
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            _run(tinyunits, np, case, sent, c, key, wants, arrays, out)
+    except BaseException as err:  # noqa: BLE001 - SystemExit too: this probe fails, not the run
+        out["error"] = f"{type(err).__name__}: {err}"[:TAIL]
+    out["printed"] = printed.text
+    return out
+
+
+def _write(job, info, arrays=None, np=None):
+    if arrays:
+        with open(job / "result.npz.part", "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(job / "result.npz.part", job / "result.npz")
+    (job / "result.json.part").write_text(json.dumps(info))
+    os.replace(job / "result.json.part", job / "result.json")
+
+
+def main(root, job):
+    if resource is not None:  # POSIX: for good, the graded code cannot raise it again
+        hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+        limit = LIMIT if hard == resource.RLIM_INFINITY else min(LIMIT, hard)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     sys.path[0] = str(root)  # replaces this script's folder
     os.chdir(root)
+    spec = json.loads((job / "job.json").read_text())
     try:
         import tinyunits
-    except Exception as err:  # noqa: BLE001 - a broken tree is feedback, not a crash
-        return {"error": f"import tinyunits from {root} failed: {type(err).__name__}: {err}"}
+        tinyunits.set_default_dtype("float64")
+    except BaseException as err:  # noqa: BLE001 - a broken tree is feedback, not a crash
+        return _write(job, {"error": f"import tinyunits from {root} failed: "
+                                     f"{type(err).__name__}: {err}"[:TAIL]})
     graded = pathlib.Path(tinyunits.__file__).resolve().parent
     if root not in graded.parents:
-        return {"error": f"import tinyunits found {graded}, outside {root}: refusing to grade"}
-    tinyunits.set_default_dtype("float64")
-    try:
-        checks = _load(HERE / "checks.py", "_tinyunits_course_checks")
-    except Exception as err:  # noqa: BLE001
-        return {"error": f"the checks could not be loaded against {graded}: "
-                         f"{type(err).__name__}: {err}", "graded": str(graded)}
-    hidden = {}
-    folder = pathlib.Path(args.hidden) if args.hidden else None
-    for k, path in enumerate(sorted(folder.glob("*.py")) if folder and folder.is_dir() else []):
-        try:
-            hidden[path] = _load(path, f"_tinyunits_course_hidden_{k}")
-        except Exception as err:  # noqa: BLE001 - a traceback would show hidden code
-            hidden[path] = err
-    results = {}
-    for name in args.only:
-        results[name] = _grade_one(checks, name, hidden)
-    return {"graded": str(graded), "results": results}
-
-
-def _grade_one(checks, name, hidden):
-    rng = checks.np.random.default_rng(1)
-    lines = []
-    try:
-        visible = checks.cases_of(name)
-    except Exception as err:  # noqa: BLE001
-        return [(False, f"the cases could not be built: {type(err).__name__}: {err}")]
-    for case in visible:
-        try:
-            lines += checks.run(case, rng)
-        except Exception as err:  # noqa: BLE001 - e.g. a forward the student broke
-            lines.append((False, f"{case.label}: the check failed: {type(err).__name__}: {err}"))
-    for module in hidden.values():
-        # never show a hidden case's code or values: only the type of what went wrong
-        try:
-            if isinstance(module, Exception):
-                raise module
-            extra = module.cases(checks).get(name, [])
-        except Exception as err:  # noqa: BLE001
-            lines.append((False, f"hidden case: could not be built ({type(err).__name__})"))
-            continue
-        for case in extra:
-            try:
-                lines += checks.run(case, rng, hidden=True)
-            except Exception as err:  # noqa: BLE001
-                lines.append((False, f"hidden case: the check failed ({type(err).__name__})"))
-    return lines
+        return _write(job, {"error": f"import tinyunits found {graded}, outside {root}: "
+                                     "refusing to grade"})
+    np = tinyunits.backend.host_module()
+    with np.load(job / "job.npz", allow_pickle=False) as f:
+        sent = {k: f[k] for k in f.files}
+    arrays, cases = {}, []
+    for k, case in enumerate(spec["cases"]):
+        cases.append([_probe(tinyunits, np, case, sent, f"c{k}", f"c{k}.p{j}", wants, arrays)
+                      for j, wants in enumerate(case["probes"])])
+    _write(job, {"cases": cases}, arrays, np)
 
 
 if __name__ == "__main__":
-    outcome = main()
-    sys.stdout.write("\n" + RESULT + json.dumps(outcome) + "\n")
+    main(pathlib.Path(sys.argv[1]).resolve(), pathlib.Path(sys.argv[2]).resolve())

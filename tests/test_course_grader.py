@@ -1,0 +1,268 @@
+"""A grader to trust (issue 22): strict cases, mutation named, verdicts the submission
+cannot forge, feedback that does not mislead, one diagnosis shared with gradcheck.
+
+Each mistake is planted as a student would make it: one marked region of a copy of
+the project rewritten on disk, then that folder graded. Not part of the student copy
+(tests/test_course*.py holds solution lines).
+"""
+import json
+import re
+
+import numpy as np
+import pytest
+
+import tinyunits as tu
+from tinyunits.course import EXERCISES
+from tinyunits.course.grade import grade, gradescope, table
+from tinyunits.course.source import all_regions, regions_in, write_student_copy
+from tinyunits.ops.arithmetic import Mul
+
+from test_course import HIDDEN, ROOT, plant, solved  # noqa: F401 - solved is a fixture
+
+
+def one(tree, name, **kw):
+    """The Result of exercise `name` alone."""
+    return grade(tree, [name], **kw)[1][0]
+
+
+def lines_of(region_name, root=ROOT):
+    """The library's own solution lines of a region (never written out in this file)."""
+    (region,) = [r for r in all_regions(root) if r.name == region_name]
+    return [line[len(region.indent):] for line in region.lines]
+
+
+def edited(region_name, old, new):
+    """The region's solution with one line replaced: the edit a student would make."""
+    found = lines_of(region_name)
+    (k,) = [k for k, line in enumerate(found) if line.strip().startswith(old)]
+    return found[:k] + new + found[k + 1:]
+
+
+# --------------------------------------------------------------------------- the six mistakes
+SIX = {  # mistake -> (exercise, the region's new lines, what the feedback must say)
+    "matmul: g @ self.b.T, wrong once B has batch axes": (
+        "engine_matmul", lambda: edited("engine_matmul", "ga = ",
+                                        ["ga = g @ self.b.T if self.needs_grad(0) else None"]),
+        ["batch axes on B only: backward raised ValueError",
+         "da alone raises it, db alone does not"]),
+    "inner net: a plain dX.reshape(x_shape), wrong for conv maps with n_args >= 2": (
+        "multiarg_inner", lambda: edited("multiarg_inner", "return (self._from_points",
+                                         ["return (dX.reshape(self.x_shape),) + tuple(grads)"]),
+        ["n_args 2, x (2, 4, 3, 3) (conv map): dx wrong", "plain reshape"]),
+    "DAC dB with W for W[I], wrong once a layer spans several blocks": (
+        "dac_dB", lambda: ["gB[I] = W * M.sum(axis=1)"],
+        ["3 blocks of one output unit: backward raised ValueError", "(computing dB)"]),
+    "DAC dB scaling the shared mask M in place": (
+        "dac_dB", lambda: ["M *= W[I][:, None, :]", "gB[I] = M.sum(axis=1)"],
+        ["every input requiring a gradient: dx wrong when dB is computed too",
+         "changed M in place"]),
+    "Han dx changing g_z in place": (
+        "han_dx", lambda: ["g_z -= (2 * t)[:, None] * u_hat", "gx = g_z"],
+        ["every input requiring a gradient: db wrong when dx is computed too",
+         "changed g_z in place"]),
+    "a float32 gradient for a float64 layer": (
+        "han_dx", lambda: ["gx = (g_z - (2 * t)[:, None] * u_hat).astype('float32')"],
+        ["dx has dtype float32, the input has float64"]),
+}
+
+
+@pytest.mark.parametrize("mistake", SIX)
+def test_each_of_the_six_mistakes_loses_its_points_and_is_named(solved, tmp_path, mistake):
+    name, new_lines, expected = SIX[mistake]
+    result = one(plant(solved, tmp_path, name, *new_lines()), name)
+    assert result.score == 0, result.output
+    for phrase in expected:
+        assert phrase in result.output, f"{phrase!r} missing from:\n{result.output}"
+
+
+def test_the_in_place_mistakes_are_right_in_every_one_input_case(solved, tmp_path):
+    # the reason the every-input case exists: each graded input alone sees nothing wrong
+    for mistake in ("DAC dB scaling the shared mask M in place", "Han dx changing g_z in place"):
+        name, new_lines, _ = SIX[mistake]
+        output = one(plant(solved, tmp_path / name, name, *new_lines()), name).output
+        failed = [line for line in output.splitlines() if line.startswith("FAIL")]
+        assert failed and all("every input requiring a gradient" in line for line in failed), output
+
+
+def test_the_library_passes_every_new_case_and_says_so():
+    results = {r.name: r for r in grade(ROOT)[1]}
+    assert sum(r.score for r in results.values()) == 40
+    out = results["dac_dB"].output
+    assert "every input requiring a gradient: dx, dW unchanged when dB is computed too" in out
+    assert "3 blocks of one output unit: dB ok" in out
+    assert "(3, 4) @ (2, 4, 5), batch axes on B only: da, db ok" in results["engine_matmul"].output
+    assert "n_args 3, x (2, 6, 3, 3) (conv map)" in results["multiarg_inner"].output
+    assert "3 blocks of one output channel: dx, dW, dB ok" in results["dac_conv"].output
+
+
+# --------------------------------------------------------------------------- mutation
+def test_a_backward_that_changes_a_saved_array_in_place_is_named(solved, tmp_path):
+    # dz = self.softmax without .copy(): the first backward is right, the cache is not
+    new = edited("engine_softmax_ce", "dz = self.softmax.copy()", ["dz = self.softmax"])
+    result = one(plant(solved, tmp_path, "engine_softmax_ce", *new), "engine_softmax_ce")
+    assert result.score == 0
+    assert "your backward changed self.softmax in place" in result.output
+    assert "a second backward through the same Function gives a different dz" in result.output
+
+
+def test_g_is_read_only_as_in_the_engine(solved, tmp_path):
+    tree = plant(solved, tmp_path, "engine_sigmoid", "g *= self.y * (1 - self.y)", "return (g,)")
+    result = one(tree, "engine_sigmoid")
+    assert result.score == 0
+    assert "backward raised ValueError" in result.output and "g is read-only" in result.output
+
+
+def test_an_input_changed_in_place_is_named(solved, tmp_path):
+    tree = plant(solved, tmp_path, "engine_mul", "self.a *= 1.5", "return g * self.b, g * self.a")
+    result = one(tree, "engine_mul")
+    assert result.score == 0
+    assert "your backward changed the input a, self.a in place, and a second backward through " \
+        "the same Function gives a different db" in result.output
+
+
+def test_backward_must_return_a_tuple(solved, tmp_path):
+    # zip(inputs, array) would walk the array's rows: the engine needs one entry per input
+    tree = plant(solved, tmp_path, "engine_sigmoid", "return g * self.y * (1 - self.y)")
+    result = one(tree, "engine_sigmoid")
+    assert result.score == 0
+    assert "backward returned one array, not a tuple with one gradient per input" in result.output
+
+
+# --------------------------------------------------------------------------- forged verdicts
+FORGED = '''
+import json, os, pathlib, sys
+claim = {name: [[True, "ok"]] for name in NAMES}  # every exercise passed, says the forger
+print("@@tinyunits-course-result@@ " + json.dumps({"graded": "forged", "results": claim}))
+job = pathlib.Path(sys.argv[-1])
+if (job / "job.json").is_file():  # claim a tuple of arrays for every probe, send none
+    cases = json.loads((job / "job.json").read_text())["cases"]
+    claim = {"returned": "tuple", "count": 5, **{f"grad{i}": "array" for i in range(5)}}
+    (job / "result.json").write_text(json.dumps({"cases": [[claim] * len(c["probes"])
+                                                            for c in cases]}))
+sys.exit(0)
+'''
+
+
+def test_a_forged_student_copy_scores_zero(tmp_path):
+    forged = tmp_path / "forged"
+    write_student_copy(ROOT, forged)
+    names = [e.name for e in EXERCISES]
+    (forged / "tinyunits" / "__init__.py").write_text(f"NAMES = {names!r}\n" + FORGED)
+    graded, results = grade(forged)
+    assert sum(r.score for r in results) == 0
+    assert all(r.status == "FAIL" for r in results)
+
+
+def test_a_loop_and_a_sys_exit_fail_only_their_exercise(solved, tmp_path):
+    tree = plant(solved, tmp_path, "engine_sigmoid", "while True:", "    pass")
+    only = ["engine_sigmoid", "engine_mul"]
+    sigmoid, mul = grade(tree, only, timeout=4)[1]
+    assert sigmoid.score == 0 and "timed out after 4 s" in sigmoid.output
+    assert mul.score == mul.max_score
+    tree = plant(solved, tmp_path / "exit", "engine_div", "import sys", "sys.exit(0)")
+    div, mul = grade(tree, ["engine_div", "engine_mul"])[1]
+    assert div.score == 0 and "backward raised SystemExit" in div.output
+    assert mul.score == mul.max_score
+    tree = plant(solved, tmp_path / "hard", "engine_div", "import os", "os._exit(0)")
+    div, mul = grade(tree, ["engine_div", "engine_mul"])[1]
+    assert div.score == 0 and "stopped the run (exit code 0)" in div.output
+    assert mul.score == mul.max_score
+
+
+def test_one_exercise_done_among_stubs_still_scores(tmp_path):
+    # the every-input case needs dx and dW too: while they are stubs it waits (SKIP)
+    copy = tmp_path / "copy"
+    write_student_copy(ROOT, copy)
+    path = copy / "tinyunits/units/dac.py"
+    text = path.read_text()
+    (region,) = [r for r in regions_in(text) if r.name == "dac_dB"]
+    lines = text.splitlines(keepends=True)
+    lines[region.begin + 1:region.end] = [region.indent + line + "\n"
+                                          for line in lines_of("dac_dB")]
+    path.write_text("".join(lines))
+    dW, dB = grade(copy, ["dac_dW", "dac_dB"])[1]
+    assert dW.status == "not implemented" and dB.score == dB.max_score, dB.output
+    assert "SKIP  relu, x (5, 4), W (3, 4), every input requiring a gradient: not graded yet" \
+        in dB.output
+
+
+# --------------------------------------------------------------------------- feedback
+def test_swapped_gradients_are_named_as_swapped(solved, tmp_path):
+    tree = plant(solved, tmp_path, "engine_mul", "return g * self.a, g * self.b")
+    out = one(tree, "engine_mul").output
+    assert "(3, 4) * (3, 4): da wrong" in out and "swapped with db: it holds the right db" in out
+    tree = plant(solved, tmp_path / "dac", "dac_dB", "gB[I] = (gT[:, None, :] @ A)[:, 0]")
+    assert "swapped with dW: it holds the right dW" in one(tree, "dac_dB").output
+    tri = lines_of("tmaf_tridiagonal")
+    tree = plant(solved, tmp_path / "tmaf", "tmaf_tridiagonal",
+                 *[line.replace("x_prev", "X").replace("x_next", "x_prev").replace("X", "x_next")
+                   for line in tri])
+    assert "swapped with dupper: it holds the right dupper" in one(tree, "tmaf_tridiagonal").output
+
+
+def test_a_factor_is_a_fraction_and_never_claimed_of_one_element(solved, tmp_path):
+    new = edited("engine_softmax_ce", "return (dz", ["return (dz * (g / n / 3),)"])
+    out = one(plant(solved, tmp_path, "engine_softmax_ce", *new), "engine_softmax_ce").output
+    assert "it is 1/3 times the right gradient" in out and "0.333" not in out
+    tree = plant(solved, tmp_path / "two", "engine_sigmoid",
+                 "return (2 * g * self.y * (1 - self.y),)")
+    out = one(tree, "engine_sigmoid").output
+    (single,) = [line for line in out.splitlines() if line.startswith("FAIL  x (1, 1)")]
+    assert "factor" not in single
+    assert "x (3, 4): dx wrong" in out and "it is 2 times the right gradient" in out
+
+
+def test_what_a_failing_case_printed_is_shown_and_scores_nothing(solved, tmp_path):
+    tree = plant(solved, tmp_path, "engine_sigmoid", "print('my debug line', self.y.shape)",
+                 "return (2 * g * self.y * (1 - self.y),)")
+    graded, results = grade(tree, ["engine_sigmoid"])
+    assert "it printed: my debug line (3, 4)" in table(graded, results)
+    assert gradescope(results)["tests"][0]["score"] == 0
+
+
+def test_the_dac_conv_hint_follows_the_reference_order():
+    from tinyunits.course import BY_NAME
+    hint = BY_NAME["dac_conv"].hint
+    assert hint.index("phi' on the padded map") < hint.index("then drop the padding")
+    body = "\n".join(lines_of("dac_conv"))
+    assert body.index("fn.backward(gA)") < body.index("[inner]")  # phi' first, then the crop
+
+
+# --------------------------------------------------------------------------- one diagnosis
+class SignAndFactor(Mul):
+    def backward(self, g):
+        return -g * self.b, 2 * g * self.a
+
+
+def test_the_grader_and_gradcheck_use_the_same_words(solved, tmp_path):
+    tree = plant(solved, tmp_path, "engine_mul", "return -g * self.b, 2 * g * self.a")
+    out = one(tree, "engine_mul").output
+    report = tu.gradcheck(lambda a, b: SignAndFactor()(a, b),
+                          [np.random.default_rng(0).normal(size=(3, 4)),
+                           np.random.default_rng(1).normal(size=(3, 4))])
+    words = [row.diagnosis for row in report.rows]
+    assert words == ["wrong sign", "off by a constant factor: it is 2 times the right gradient"]
+    for name, story in zip(("da", "db"), words):
+        assert re.search(rf"\(3, 4\) \* \(3, 4\): {name} wrong: .*; {re.escape(story)}$", out,
+                         re.M), out
+
+
+def test_json_scores_come_only_from_the_grader(solved, tmp_path):
+    tree = plant(solved, tmp_path, "engine_mul", "print('@@tinyunits-course-result@@ ok')",
+                 "return g * self.a, g * self.b")
+    _, results = grade(tree, ["engine_mul"])
+    report = gradescope(results)
+    assert report["tests"][0]["score"] == 0
+    assert json.loads(json.dumps(report)) == report
+
+
+
+def test_what_the_student_prints_in_a_hidden_case_is_never_shown(solved, tmp_path):
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "batch7.py").write_text(HIDDEN)  # x (7, 3): no visible case has that shape
+    tree = plant(solved, tmp_path, "dac_dB", "print('x is', x.shape)", "gB[I] = M.sum(axis=1)")
+    output = grade(tree, ["dac_dB"], hidden)[1][0].output
+    assert "it printed: x is (5, 4)" in output  # a visible case's print is shown
+    assert "hidden case: dB wrong" in output
+    assert "(7, 3)" not in output and "SECRET" not in output
