@@ -274,7 +274,7 @@ def wrong_rows(fn, report):
     """The failing rows of a node's report as one line each: which input, how wrong."""
     lines = []
     for x, row in zip(fn.inputs, report.rows):  # one row per input, in order
-        story = getattr(row, "diagnosis", "")  # gradcheck's diagnosis, where it has one
+        story = row.diagnosis  # gradcheck's diagnosis: "" where no simple story fits
         if not row.ok:
             lines.append(f"gradient of {x.name}: max rel err {row.max_rel:.1e}"
                          + (f", {story}" if story else ""))
