@@ -16,11 +16,8 @@ choose it; with none, the environment variable TINYUNITS_LESSON_MODE does (noteb
 use the variable). Figures go to args.out. A grid of independent runs goes through
 grid(): in --full it is a tinyunits.sweep (resumable, spread by --workers N).
 
-Importing this module, before NumPy is first imported, also
+Importing this module also
 - puts the checkout on sys.path (datasets.py and tinyunits from this checkout);
-- asks BLAS for one thread unless OMP_NUM_THREADS is set: on a shared 2-core machine
-  OpenBLAS's threads wait on each other (a 16-channel conv step took 1.9 s with
-  threads, 0.07 s without);
 - draws figures off-screen (Agg) unless a notebook kernel chose a backend.
 """
 import argparse
@@ -30,7 +27,6 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 MODES = ("tiny", "quick", "full")

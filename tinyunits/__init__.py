@@ -12,6 +12,7 @@ from .function import Function
 from . import ops
 from . import nn  # after ops: layers build on them
 from . import optim, threads, train
+from .threads import get_num_threads, set_num_threads
 from .gradcheck import gradcheck
 from .serialization import load, save
 
@@ -24,5 +25,6 @@ def manual_seed(seed: int) -> None:
 __all__ = ["Tensor", "Function", "tensor", "no_grad", "is_grad_enabled",
            "set_backend", "get_backend", "manual_seed", "set_default_dtype",
            "get_default_dtype", "ops", "backend", "nn", "optim", "threads", "train", "gradcheck",
+           "set_num_threads", "get_num_threads",
            "save", "load"]
 __version__ = "0.1.0"

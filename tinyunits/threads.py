@@ -8,12 +8,18 @@ elementwise pass and each product, so those pieces can run on several threads
 at once: `map(fn, pieces, like)` runs fn over the pieces on a small pool
 (`run` when the pieces only write their part of an output).
 
-The number of threads is the one the user set, for BLAS too: `set_num_threads(n)`,
-or else the environment variable TINYUNITS_NUM_THREADS, or else OMP_NUM_THREADS;
-1 when none is set (then nothing changes: the pieces run in order, here). The
-results are the same numbers bit for bit at any thread count: each piece does the
-same arithmetic wherever it runs, the pieces write to disjoint parts of an output,
-and what they add up is added by the caller, in the pieces' order.
+The number of threads is PyTorch's default: the cores this process may use
+(os.sched_getaffinity), for tinyunits' pieces and for BLAS's products alike. The
+user overrides it with `set_num_threads(n)` (which sets BLAS's count too, through
+threadpoolctl), or else the environment variable TINYUNITS_NUM_THREADS (applied
+to BLAS when tinyunits is imported), or else OMP_NUM_THREADS (which BLAS reads
+itself). With one thread the pieces run in order, here. The pieces give the same
+numbers bit for bit at any thread count: each piece does the same arithmetic
+wherever it runs, the pieces write to disjoint parts of an output, and what they
+add up is added by the caller, in the pieces' order. BLAS does not promise as
+much: OpenBLAS blocks some products differently on 1 and 2 threads (a 128x784 by
+784x800 float32 product differs in the last bits), so, as with PyTorch, runs are
+bit for bit repeatable at a fixed thread count.
 
 On the GPU the pieces run in order (the device runs them asynchronously anyway),
 and a piece that itself calls `map` runs its own pieces in order (no nesting).
@@ -38,15 +44,18 @@ class _State:
 
 
 def set_num_threads(n: int) -> None:
-    """Run ops' independent pieces on n CPU threads (does not change BLAS's own count)."""
+    """Run ops' independent pieces, and BLAS's products, on n CPU threads."""
     n = check.integer("set_num_threads", "n", n)
     if n != get_num_threads() and _State.pool is not None:
         _State.pool.shutdown()
         _State.pool = None
     _State.threads = n
+    _set_blas_threads(n)
 
 
 def get_num_threads() -> int:
+    """set_num_threads's n, else TINYUNITS_NUM_THREADS, else OMP_NUM_THREADS, else the
+    number of cores this process may use."""
     if _State.threads is not None:
         return _State.threads
     for name in ENV:
@@ -56,7 +65,22 @@ def get_num_threads() -> int:
                 return max(1, int(value.split(",")[0]))  # OpenMP allows a list: "2,1"
             except ValueError:
                 check.fail("tinyunits.threads", name, "a thread count such as 2", value)
-    return 1
+    return available_cores()
+
+
+def available_cores() -> int:
+    """The cores this process may run on (a container's or `taskset`'s share, not the
+    machine's): PyTorch's default thread count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS and Windows have no affinity call
+        return os.cpu_count() or 1
+
+
+def _set_blas_threads(n: int) -> None:
+    """BLAS's own thread count (OpenBLAS, MKL, ...: whichever NumPy loaded)."""
+    import threadpoolctl
+    threadpoolctl.threadpool_limits(n, user_api="blas")
 
 
 def _on_host(x) -> bool:
@@ -96,3 +120,7 @@ def run(fn, pieces, like) -> None:
     """map for pieces that only write to their part of an output: runs them all."""
     for _ in map(fn, pieces, like):
         pass
+
+
+if os.environ.get("TINYUNITS_NUM_THREADS", "").strip():  # BLAS reads only OMP_NUM_THREADS
+    _set_blas_threads(get_num_threads())
