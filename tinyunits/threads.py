@@ -83,6 +83,27 @@ def _set_blas_threads(n: int) -> None:
     threadpoolctl.threadpool_limits(n, user_api="blas")
 
 
+MIN_ELEMENTS = 2 ** 18  # elements an elementwise pass needs to be worth a thread's hand-off
+
+
+def per_thread(n: int, elements: int = MIN_ELEMENTS):
+    """range(n) as one slice per thread; one slice when there is one thread, or when
+    the work covers fewer than MIN_ELEMENTS elements (a hand-off costs more)."""
+    size = n if elements < MIN_ELEMENTS else -(-n // get_num_threads())
+    return [slice(start, min(start + size, n)) for start in range(0, n, max(1, size))]
+
+
+def split(fn, *arrays) -> None:
+    """fn(*parts) for each thread's share of the arrays' first axis (which they share),
+    each part writing only its own rows of an output; fn(*arrays) once, here, for
+    0-d or small arrays."""
+    a = arrays[0]
+    if a.ndim == 0 or a.size < MIN_ELEMENTS:
+        fn(*arrays)
+        return
+    run(lambda I: fn(*(x[I] for x in arrays)), per_thread(a.shape[0], a.size), like=a)
+
+
 def _on_host(x) -> bool:
     xp = backend.get_array_module(x)
     return xp is backend.host_module() or xp is backend.strict

@@ -1,0 +1,82 @@
+"""Scratch arrays kept from one training step to the next.
+
+Some ops need a large temporary inside one call: the convolution's columns and
+their gradient (`ops/conv.py`). Made fresh every step, a temporary of a few MB
+costs the allocator fresh pages from the kernel (glibc returns large blocks to it
+when they are freed), one page fault per 4 KB: for a small conv net that was a
+third of a step. Such an op borrows its temporary here instead and gives it back
+when it is done; the next call that asks for the same shape and dtype gets the
+same memory back, already mapped.
+
+The rule: an array is given back only by the code that borrowed it, and only when
+nothing will read it again. Scratch space is borrowed and given back within one
+call (`with borrowed(...) as a:`), and no view of it is returned or saved in the
+graph. An array a graph still needs (saved by forward for backward) is never
+lent: a live graph can always be backpropagated, once more with retain_graph.
+
+Only host (NumPy) arrays are kept: CuPy has its own memory pool, and the strict
+backend's arrays stand for a device's. At most LIMIT bytes are kept; beyond that
+the least recently given back go to the allocator.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import threading
+
+from . import backend
+
+LIMIT = 64 * 2 ** 20  # bytes of free buffers kept (a few layers' chunks)
+
+
+class _State:
+    free = collections.OrderedDict()  # (shape, dtype) -> [arrays]; oldest first
+    bytes = 0
+    lock = threading.Lock()  # pieces on tinyunits.threads' pool borrow too
+
+
+def borrow(xp, shape: tuple, dtype):
+    """An array of `shape` and `dtype` on xp's device with unspecified contents."""
+    if xp is not backend.host_module():
+        return xp.empty(shape, dtype=dtype)
+    key = (tuple(shape), xp.dtype(dtype).str)
+    with _State.lock:
+        arrays = _State.free.get(key)
+        if arrays:
+            a = arrays.pop()
+            _State.bytes -= a.nbytes
+            return a
+    return xp.empty(shape, dtype=dtype)
+
+
+def give_back(a) -> None:
+    """Keep `a` (borrowed, no longer read or written by anyone) for the next borrow."""
+    if type(a) is not backend.host_module().ndarray or a.nbytes > LIMIT:
+        return
+    key = (a.shape, a.dtype.str)
+    with _State.lock:
+        _State.free.setdefault(key, []).append(a)
+        _State.free.move_to_end(key)
+        _State.bytes += a.nbytes
+        while _State.bytes > LIMIT:
+            old_key, arrays = next(iter(_State.free.items()))
+            _State.bytes -= arrays.pop(0).nbytes
+            if not arrays:
+                del _State.free[old_key]
+
+
+@contextlib.contextmanager
+def borrowed(xp, shape: tuple, dtype):
+    """`with borrowed(xp, shape, dtype) as a:` scratch space for the block's duration."""
+    a = borrow(xp, shape, dtype)
+    try:
+        yield a
+    finally:
+        give_back(a)
+
+
+def clear() -> None:
+    """Hand every kept buffer back to the allocator."""
+    with _State.lock:
+        _State.free.clear()
+        _State.bytes = 0
