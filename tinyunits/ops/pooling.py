@@ -60,18 +60,20 @@ class MaxPool2d(_Pool):
     """The gradient goes to the first maximum of each window (row-major order)."""
 
     def start(self, y):
-        xp = get_array_module(y)
-        # position of the maximum so far; int8 holds k*k <= 127 (a quarter of int32's traffic)
-        self.arg = xp.empty(y.shape, dtype="int8" if self.k * self.k <= 127 else "int32")
+        # position of the maximum so far, in y's layout; int8 holds k*k <= 127
+        self.arg = get_array_module(y).empty_like(
+            y, dtype="int8" if self.k * self.k <= 127 else "int32")
 
     def pool(self, windows, y, I):
         xp, arg = get_array_module(y), self.arg[I]
         y[...] = windows[0]
         arg[...] = 0
-        later = xp.empty(y.shape, dtype=bool)
+        later, moved = xp.empty_like(y, dtype=bool), xp.empty_like(arg)
         for i, w in enumerate(windows[1:], start=1):
             xp.greater(w, y, out=later)  # strict: a tie keeps the earlier position
-            xp.copyto(arg, i, where=later)
+            # arg = i where w is a new maximum: i is larger than every position before it,
+            # so a maximum does it (a masked copy costs 50x more on NumPy)
+            xp.maximum(arg, xp.multiply(later, arg.dtype.type(i), out=moved), out=arg)
             xp.maximum(y, w, out=y)
 
     def unpool(self, g, views, I):
