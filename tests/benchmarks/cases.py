@@ -16,6 +16,7 @@ A unit that has not landed yet raises UnitMissing, and its row says so.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Callable
 
 import numpy as np
@@ -159,16 +160,26 @@ def mlp(batch=128):
 BREAKPOINTS = [-1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5]  # 8 intervals, ReLU at init
 
 
-def mlp_tmaf(batch=128):
-    """B7: the B1 network with diagonal TMAF (8 intervals) in place of ReLU."""
+def _tmaf_mlp():
     TMAF = unit("TMAF")
-    x, y = _data((batch, 784), 1), _labels(batch, 10, 2)
+    tu.manual_seed(0)
+    return nn.Sequential(nn.Linear(784, 800), TMAF(800, BREAKPOINTS),
+                         nn.Linear(800, 800), TMAF(800, BREAKPOINTS), nn.Linear(800, 10))
 
-    def tmaf_mlp():
-        tu.manual_seed(0)
-        return nn.Sequential(nn.Linear(784, 800), TMAF(800, BREAKPOINTS),
-                             nn.Linear(800, 800), TMAF(800, BREAKPOINTS),
-                             nn.Linear(800, 10))
+
+def _torch_tmaf(x, levels, s):
+    """y_i = t[i, bin(x_i)] x_i, bin(x) = #{s_k <= x}: bucketize and a gather (autograd)."""
+    index = torch.bucketize(x, s, right=True) + torch.arange(
+        x.shape[1], device=x.device)[None, :] * levels.shape[1]
+    return levels.reshape(-1)[index] * x
+
+
+def mlp_tmaf(batch=128, reference="torch"):
+    """B7: the B1 network with diagonal TMAF (8 intervals) in place of ReLU.
+
+    PyTorch: the same network, TMAF composed (bucketize, gather), autograd backward.
+    reference="relu": our own B1 network instead (TMAF's overhead over ReLU)."""
+    x, y = _data((batch, 784), 1), _labels(batch, 10, 2)
 
     def build(make):
         def steps():
@@ -177,7 +188,25 @@ def mlp_tmaf(batch=128):
             return _ours_step(model, lambda: nn.functional.cross_entropy(model(X), Y))
         return steps
 
-    return _case(build(tmaf_mlp), build(_mlp), ref_name="ours, ReLU")
+    def ref():
+        model = _tmaf_mlp()
+        lin = [m for m in model if isinstance(m, nn.Linear)]
+        W = [_t(m.weight.data, True) for m in lin]
+        b = [_t(m.bias.data, True) for m in lin]
+        T = [_t(m.levels.data, True) for m in model if isinstance(m, unit("TMAF"))]
+        s = torch.tensor(BREAKPOINTS, dtype=torch.float32, device=DEVICE)
+        X, Y = _on_device(x), _on_device(y)
+
+        def forward():
+            h = _torch_tmaf(F.linear(X, W[0], b[0]), T[0], s)
+            h = _torch_tmaf(F.linear(h, W[1], b[1]), T[1], s)
+            return F.linear(h, W[2], b[2])
+
+        return _torch_step(W + b + T, lambda: F.cross_entropy(forward(), Y))
+
+    if reference == "relu":
+        return _case(build(_tmaf_mlp), build(_mlp), ref_name="ours, ReLU")
+    return _case(build(_tmaf_mlp), ref if torch else None)
 
 
 # ----------------------------------------------------------------------------- B2
@@ -351,12 +380,27 @@ def han_lesson_net(batch=100, width=30, n_han=17):
 
 
 # ----------------------------------------------------------------------------- B6
-def focusing(batch=512, n_in=784, n_out=800):
-    """B6: FocusingLinear 784->800 against our own Linear 784->800; MSE, SGD.
+def _torch_focusing(x, W, b, mu, sigma):
+    """FocusingLinear composed as ours computes it (eqs. 6-7: the exponent measured from
+    the grid point nearest mu, floored at -30), autograd backward."""
+    m = x.shape[-1]
+    p = torch.linspace(0.0, 1.0, m, dtype=x.dtype, device=x.device)
+    nearest = p[torch.round(mu.detach() * (m - 1)).clamp(0, m - 1).long()]
+    d = p - mu[:, None]
+    exponent = (((nearest - mu) ** 2)[:, None] - d * d) / (2 * sigma * sigma)[:, None]
+    phi = torch.exp(exponent.clamp(min=-30.0))
+    u = math.sqrt(m) * phi / phi.norm(dim=1, keepdim=True)
+    return F.linear(x, W * u, b)
+
+
+def focusing(batch=512, n_in=784, n_out=800, reference="torch"):
+    """B6: FocusingLinear 784->800; MSE, SGD.
 
     As a hidden layer (its input wants a gradient too), at the paper's MNIST batch
     of 512: the focus costs O(out x in) elementwise work per step whatever the
     batch, the products O(batch x out x in), so the overhead shrinks with batch.
+    PyTorch: the same layer composed (`_torch_focusing`), autograd backward.
+    reference="linear": our own Linear 784->800 instead (the focus's overhead).
     """
     FocusingLinear = unit("FocusingLinear")
     x, target = _data((batch, n_in), 13), _data((batch, n_out), 14)
@@ -369,7 +413,16 @@ def focusing(batch=512, n_in=784, n_out=800):
             return _ours_step(layer, lambda: nn.functional.mse_loss(layer(X), T))
         return steps
 
-    return _case(build(FocusingLinear), build(nn.Linear), ref_name="ours, Linear")
+    def ref():
+        tu.manual_seed(0)
+        layer = FocusingLinear(n_in, n_out)
+        P = [_t(a.data, True) for a in (layer.weight, layer.bias, layer.mu, layer.sigma)]
+        X, T = _on_device(x).requires_grad_(True), _on_device(target)
+        return _torch_step(P, lambda: F.mse_loss(_torch_focusing(X, *P), T))
+
+    if reference == "linear":
+        return _case(build(FocusingLinear), build(nn.Linear), ref_name="ours, Linear")
+    return _case(build(FocusingLinear), ref if torch else None)
 
 
 # ----------------------------------------------------------------------------- memory

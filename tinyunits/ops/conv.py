@@ -26,8 +26,8 @@ split over the CPU threads (tinyunits.threads), im2col over the chunk's samples
 and col2im over the input channels, each thread writing its own part.
 
 Stride 1 has a faster path beside this reference (`WideColumns`, tested equal to
-it): each column covers a whole input row's width, so that every tap's copy and
-every tap's add back is one contiguous run per image instead of Ho runs of Wo.
+it): a column for every input position, so that every tap's copy and every tap's
+add back is one contiguous run per chunk instead of Ho runs of Wo per image.
 
 Layout, for speed: the columns are `(C*k*k, B*Ho*Wo)`, so the copy that builds them
 reads the input along its rows, and the GEMM writes the output channel-major,
@@ -128,58 +128,60 @@ class Columns:
 
 
 class WideColumns(Columns):
-    """Stride 1, faster: a column per position of the full input width.
+    """Stride 1, faster: a column for every position of the input image.
 
-    Sample j's column n = h*W + w (h < Ho, all w < W) reads tap (p, q) at
-    x[c, j].flat[n + p*W + q]: for each tap, one contiguous run of Ho*W values of
-    every image, instead of Ho rows of Wo. The columns with w >= Wo mix the ends of
-    two rows: they are computed and dropped (y), and given a zero gradient (g), so
-    they add nothing to dW or back into dx (col2im's adds are the same runs).
-    The products are W/Wo longer (8% for 3x3 on 26x26). Same numbers as Columns in
-    y and dx (each entry sums the same terms in the same order); dW adds the
-    dropped columns' zero terms too, so it agrees to rounding.
+    The column of position m = h*W + w of sample j reads tap (p, q) at
+    x[c].flat[j*H*W + m + p*W + q] (x channel-major): for each channel and tap, a
+    chunk's columns are ONE contiguous run of the input, and col2im's adds are one
+    run each too, instead of Ho runs of Wo per image. Only the columns with h < Ho
+    and w < Wo are real; the others mix the ends of two rows (or two images) and
+    are computed and dropped (y), and given a zero gradient (g), so they add
+    nothing to dW, and zeros to dx. The products are H*W/(Ho*Wo) longer (17% for
+    3x3 on 26x26). The same numbers as Columns in y and dx (each entry sums the
+    same terms in the same order) to the last bit, but for BLAS's blocking; dW adds
+    the dropped columns' zero terms too, so it agrees to rounding.
     """
 
     def __init__(self, xpad, k: int, stride: int):
         super().__init__(xpad, k, stride)
-        H, self.W = xpad.shape[2:]
-        self.image = H * self.W
-        self.per_sample = self.Ho * self.W
-        self.flat = xpad.transpose(1, 0, 2, 3).reshape(self.C, self.B, self.image)
+        self.H, self.W = xpad.shape[2:]
+        self.per_sample = self.H * self.W
+        self.flat = xpad.transpose(1, 0, 2, 3).reshape(self.C, -1)  # (C, B*H*W)
 
-    def _taps(self):
-        """(t, offset, run): tap t reads the values offset ... offset + run of an image."""
-        k, W = self.k, self.W
-        return [(p * k + q, p * W + q, min(self.per_sample, self.image - p * W - q))
+    def _runs(self, I):
+        """(t, start, run): tap t's run for chunk I starts at flat index `start`; the last
+        chunk's runs stop at the input's end (past it, every column is dropped)."""
+        k, W, first, n = self.k, self.W, I.start * self.per_sample, (I.stop - I.start)
+        return [(p * k + q, first + p * W + q,
+                 min(n * self.per_sample, self.flat.shape[1] - first - p * W - q))
                 for p in range(k) for q in range(k)]
 
     def fill(self, cols, I):
-        cols = cols.reshape(self.C, self.k * self.k, -1, self.per_sample)
+        cols = cols.reshape(self.C, self.k * self.k, -1)
 
         def copy(c):
-            for t, offset, run in self._taps():
-                cols[c, t, :, :run] = self.flat[c, I, offset:offset + run]
-                cols[c, t, :, run:] = 0  # past the last image's end: dropped columns
+            for t, start, run in self._runs(I):
+                cols[c, t, :run] = self.flat[c, start:start + run]
+                cols[c, t, run:] = 0
         threads.run(copy, threads.per_thread(self.C), like=cols)
 
     def output(self, yI, y, I):
-        y[:, I] = yI.reshape(y.shape[0], -1, self.Ho, self.W)[..., :self.Wo]
+        y[:, I] = yI.reshape(y.shape[0], -1, self.H, self.W)[:, :, :self.Ho, :self.Wo]
 
     @contextlib.contextmanager
     def grad(self, g, I):
-        shape = (g.shape[0], I.stop - I.start, self.Ho, self.W)
-        with buffers.borrowed(self.xp, shape, g.dtype) as wide:
-            wide[..., :self.Wo] = g[:, I]
-            wide[..., self.Wo:] = 0
+        with buffers.borrowed(self.xp, (g.shape[0], I.stop - I.start, self.H, self.W),
+                              g.dtype) as wide:
+            wide[...] = 0
+            wide[:, :, :self.Ho, :self.Wo] = g[:, I]
             yield wide.reshape(g.shape[0], -1)
 
     def add_back(self, gx, dcols, I):
-        dcols, gx = dcols.reshape(self.C, self.k * self.k, -1, self.per_sample), gx.reshape(
-            self.C, self.B, self.image)
+        dcols, gx = dcols.reshape(self.C, self.k * self.k, -1), gx.reshape(self.C, -1)
 
         def add(c):
-            for t, offset, run in self._taps():
-                gx[c, I, offset:offset + run] += dcols[c, t, :, :run]
+            for t, start, run in self._runs(I):
+                gx[c, start:start + run] += dcols[c, t, :run]
         threads.run(add, threads.per_thread(self.C), like=dcols)
 
 
