@@ -7,7 +7,8 @@ do the same arithmetic on the same numbers; run.py checks that the first losses
 agree before it times anything.
 
 Each builder returns a Case: `ours` and `ref` are zero-argument step functions
-(ref is None when PyTorch is missing), `ref_name` says what the reference is.
+that return the step's loss (ref is None when PyTorch is missing), `ref_name` says
+what the reference is.
 Our side runs on tinyunits' current backend; PyTorch's tensors go to DEVICE
 ("cpu", or "cuda" when run.py is given --device cuda). Labels reach our loss as
 fit passes them (CheckedLabels: checked once, not read back every step).
@@ -16,6 +17,7 @@ A unit that has not landed yet raises UnitMissing, and its row says so.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Callable
 
@@ -41,11 +43,19 @@ class UnitMissing(Exception):
 
 @dataclasses.dataclass
 class Case:
-    ours: Callable
-    ref: Callable | None
+    """Each side is built when first asked for (run.py runs each side in a process of
+    its own: the other side's model is never made there)."""
+    build_ours: Callable
+    build_ref: Callable | None
     ref_name: str  # "torch" or the name of our own baseline
-    loss_ours: Callable | None = None  # first-step losses, to show both sides agree
-    loss_ref: Callable | None = None
+
+    @functools.cached_property
+    def ours(self):
+        return self.build_ours()
+
+    @functools.cached_property
+    def ref(self):
+        return self.build_ref() if self.build_ref is not None else None
 
 
 def unit(name):
@@ -109,16 +119,9 @@ def _checked(labels, classes):
     return CheckedLabels(tu.backend.asarray(labels), classes)
 
 
-def _first_loss(step_factory):
-    return lambda: step_factory()().item()
-
-
 def _case(build_ours, build_ref, ref_name="torch"):
-    """build_* return fresh step functions; losses come from a fresh copy of each."""
-    ref = build_ref() if build_ref is not None else None
-    return Case(ours=build_ours(), ref=ref, ref_name=ref_name,
-                loss_ours=_first_loss(build_ours),
-                loss_ref=_first_loss(build_ref) if build_ref is not None else None)
+    """build_* return fresh step functions (a step returns its loss)."""
+    return Case(build_ours, build_ref, ref_name)
 
 
 # ----------------------------------------------------------------------------- B1, B7
@@ -429,3 +432,179 @@ def focusing(batch=512, n_in=784, n_out=800, reference="torch"):
 def dac_linear_big(batch=4096, n=512):
     """M1: one DACLinear 512->512 step at batch 4096 (the chunking check)."""
     return dac_linear(batch, n, n)
+
+
+# ----------------------------------------------------------------------------- E1, E2
+class DataMissing(UnitMissing):
+    pass
+
+
+def _epoch_case(model_of, loss_fn, data, batch, torch_model_of, optimizer_of, after_step=None):
+    """One epoch of fit() on `data` = (x, y) against one epoch of the same model in a
+    PyTorch loop over the same batches (shuffled once per epoch, as fit does)."""
+    from tinyunits.train import fit
+    x, y = data
+
+    def ours():
+        model = model_of()
+        opt = optimizer_of(model)
+
+        def epoch():
+            h = fit(model, loss_fn, opt, (x, y), epochs=1, batch_size=batch, progress=False,
+                    seed=0, after_step=after_step)
+            return tu.tensor(h["train_loss"][-1])
+        epoch.zero_grad, epoch.loss_of, epoch.params = opt.zero_grad, None, model.parameters()
+        return epoch
+
+    def ref():
+        forward, groups, after = torch_model_of(model_of())
+        opt = torch.optim.SGD(groups, lr=0.1, momentum=0.9)
+        X, Y = _on_device(x), _on_device(y)
+        rng = np.random.default_rng(0)
+
+        def epoch():
+            order = torch.from_numpy(rng.permutation(len(x))).to(DEVICE)
+            total = 0.0
+            for start in range(0, len(x), batch):
+                rows = order[start:start + batch]
+                opt.zero_grad(set_to_none=True)
+                loss = F.cross_entropy(forward(X[rows]), Y[rows])
+                loss.backward()
+                opt.step()
+                after()
+                total += loss.detach()
+            return total / -(-len(x) // batch)
+        epoch.zero_grad = lambda: opt.zero_grad(set_to_none=True)
+        return epoch
+
+    return _case(ours, ref if torch else None)
+
+
+def _lessons():
+    """lessons.trials (the checkout's root is on sys.path: run.py puts it there)."""
+    try:
+        from lessons.trials import dac as dac_trials, focusing as focus_trials
+        return dac_trials, focus_trials
+    except ImportError as err:
+        raise UnitMissing(f"lessons.trials not importable: {err}") from err
+
+
+def _torch_batch_norm(bn):
+    """Our BatchNorm (training mode) as F.batch_norm with its own running statistics."""
+    weight = _t(bn.weight.data, True)
+    bias = _t(bn.bias.data, True) if bn.bias is not None else None
+    mean, var = _t(bn.running_mean), _t(bn.running_var)
+    return (lambda h: F.batch_norm(h, mean, var, weight, bias, True, bn.momentum, bn.eps),
+            [p for p in (weight, bias) if p is not None])
+
+
+def vgg_epoch():
+    """E1: one epoch of lesson 1's VGG (vgg_trial's --quick model: stages 8-16-32, one
+    conv each, Conv-BN-ReLU, on 6000 Fashion-MNIST images pooled to 14x14, batch 64,
+    SGD momentum 0.9, L2 2e-4 on kernels). PyTorch: the same layers (F.conv2d,
+    F.batch_norm, F.relu), from our initial weights."""
+    dac_trials, _ = _lessons()
+    quick = dac_trials.SIZES["quick"]["vgg"]
+    try:
+        x, y = dac_trials.fashion_mnist(quick["n_train"], quick["n_val"], quick["n_test"],
+                                        quick["pool"])[:2]
+    except (FileNotFoundError, OSError) as err:
+        raise DataMissing(f"Fashion-MNIST: {err}") from err
+    x = x.astype("float32")
+
+    def model_of():
+        tu.manual_seed(0)
+        return dac_trials.vgg(quick["stages"], quick["per_stage"], dac=False)[0]
+
+    def torch_model_of(model):
+        layers, decayed, rest = [], [], []
+        for m in model:
+            if isinstance(m, nn.Conv2d):
+                W = _t(m.weight.data, True)
+                decayed.append(W)
+                layers.append(lambda h, W=W, s=m.stride: F.conv2d(h, W, stride=s, padding=1))
+            elif isinstance(m, nn.BatchNorm2d):
+                bn, params = _torch_batch_norm(m)
+                layers.append(bn)
+                rest += params
+            elif isinstance(m, nn.ReLU):
+                layers.append(F.relu)
+            elif isinstance(m, nn.GlobalAvgPool2d):
+                layers.append(lambda h: h.mean(dim=(2, 3)))
+            else:  # the head
+                W, b = _t(m.weight.data, True), _t(m.bias.data, True)
+                decayed.append(W)
+                rest.append(b)
+                layers.append(lambda h, W=W, b=b: F.linear(h, W, b))
+
+        def forward(h):
+            for layer in layers:
+                h = layer(h)
+            return h
+        groups = [{"params": decayed, "weight_decay": 2e-4}, {"params": rest}]
+        return forward, groups, lambda: None
+
+    return _epoch_case(model_of, nn.functional.cross_entropy, (x, y), quick["batch"],
+                       torch_model_of, lambda model: optim.SGD(
+                           dac_trials.weights_only(model, 2e-4), lr=0.1, momentum=0.9))
+
+
+def fashion_epoch():
+    """E2: one epoch of lesson 5's Fashion-MNIST net at --quick size (Focus-s: Dropout,
+    FocusingLinear 784->128, BatchNorm, ReLU, twice, then Linear 128->10; 30000
+    images, batch 512, SGD momentum 0.9, lr 0.1 / 0.01 for mu / 0.0005 for sigma,
+    mu and sigma clipped after every step). PyTorch: the same net, the focus composed
+    (`_torch_focusing`). The dropout masks differ (each library draws its own)."""
+    import datasets
+    _, focus_trials = _lessons()
+    n_train, _, hidden = focus_trials.SIZES["quick"]["fashion"][:3]
+    try:
+        x, y = datasets.load_fashion_mnist()[:2]
+    except (FileNotFoundError, OSError) as err:
+        raise DataMissing(f"Fashion-MNIST: {err}") from err
+    x, y = x.reshape(len(x), -1)[:n_train].astype("float32"), y[:n_train]
+
+    def model_of():
+        tu.manual_seed(0)
+        return focus_trials.fashion_net("Focus-s", hidden)
+
+    def torch_model_of(model):
+        layers, groups = [], [{"params": []}, {"params": [], "lr": 0.01},
+                              {"params": [], "lr": 0.0005}]
+        focus = []
+        for m in model:
+            if isinstance(m, nn.Dropout):
+                layers.append(lambda h, p=m.p: F.dropout(h, p, training=True))
+            elif isinstance(m, nn.FocusingLinear):
+                W, b, mu, sigma = (_t(a.data, True) for a in (m.weight, m.bias, m.mu, m.sigma))
+                groups[0]["params"] += [W, b]
+                groups[1]["params"].append(mu)
+                groups[2]["params"].append(sigma)
+                focus.append((mu, sigma))
+                layers.append(lambda h, P=(W, b, mu, sigma): _torch_focusing(h, *P))
+            elif isinstance(m, nn.BatchNorm1d):
+                bn, params = _torch_batch_norm(m)
+                layers.append(bn)
+                groups[0]["params"] += params
+            elif isinstance(m, nn.ReLU):
+                layers.append(F.relu)
+            else:
+                W, b = _t(m.weight.data, True), _t(m.bias.data, True)
+                groups[0]["params"] += [W, b]
+                layers.append(lambda h, W=W, b=b: F.linear(h, W, b))
+
+        def forward(h):
+            for layer in layers:
+                h = layer(h)
+            return h
+
+        def constrain():
+            with torch.no_grad():
+                for mu, sigma in focus:
+                    mu.clamp_(0.0, 1.0)
+                    sigma.clamp_(0.01, 1.0)
+        return forward, groups, constrain
+
+    return _epoch_case(model_of, nn.functional.cross_entropy, (x, y), 512, torch_model_of,
+                       lambda model: focus_trials.sgd_groups(model, 0.1, 0.01, 0.0005),
+                       after_step=focus_trials.constrain_all)
