@@ -50,7 +50,9 @@ def test_map_runs_on_the_pool_in_order_and_serially_inside_a_piece():
 
     out = list(threads.map(piece, range(6), like))
     assert [i for i, _, _ in out] == list(range(6))
-    assert all(name.startswith("tinyunits") for _, name, _ in out)
+    here = threading.current_thread().name  # the caller computes each pair's first piece
+    assert [name == here for _, name, _ in out] == [True, False] * 3
+    assert all(name.startswith("tinyunits") for _, name, _ in out[1::2])
     assert all(inner == [name, name] for _, name, inner in out)  # nested: same thread
 
 

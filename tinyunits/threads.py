@@ -26,7 +26,6 @@ and a piece that itself calls `map` runs its own pieces in order (no nesting).
 """
 from __future__ import annotations
 
-import collections
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -110,31 +109,39 @@ def _on_host(x) -> bool:
 
 
 def _inside(fn):
+    """fn, run as one piece: a map inside it runs its own pieces in order, here."""
     def run(piece):
-        _State.local.inside = True
-        return fn(piece)
+        outer, _State.local.inside = getattr(_State.local, "inside", False), True
+        try:
+            return fn(piece)
+        finally:
+            _State.local.inside = outer
     return run
 
 
 def map(fn, pieces, like):
     """fn(p) for each p in pieces, in order, as an iterator: on the CPU threads when
-    `like` is a host array and more than one thread is set, with at most one piece
-    per thread computed ahead of the one handed out (so results do not pile up).
-    fn must write only to its own part of any output."""
+    `like` is a host array and more than one thread is set. The pieces go in groups
+    of one per thread: the calling thread computes the group's first piece itself
+    (one hand-off fewer, and it would only wait) while the pool's threads compute
+    the others; a group is finished before the next starts (so results do not pile
+    up). fn must write only to its own part of any output."""
     pieces, n = list(pieces), get_num_threads()
     if n == 1 or len(pieces) < 2 or getattr(_State.local, "inside", False) or not _on_host(like):
         for piece in pieces:
             yield fn(piece)
         return
     if _State.pool is None:
-        _State.pool = ThreadPoolExecutor(n, thread_name_prefix="tinyunits")
-    pending = collections.deque()
-    for piece in pieces:
-        pending.append(_State.pool.submit(_inside(fn), piece))
-        if len(pending) > n:
-            yield pending.popleft().result()
-    while pending:
-        yield pending.popleft().result()
+        _State.pool = ThreadPoolExecutor(n - 1, thread_name_prefix="tinyunits")
+    for start in range(0, len(pieces), n):
+        first, *rest = pieces[start:start + n]
+        others = [_State.pool.submit(_inside(fn), piece) for piece in rest]
+        try:
+            result = _inside(fn)(first)
+        finally:  # an error here still waits for the others: they write into our arrays
+            results = [future.result() for future in others]
+        yield result
+        yield from results
 
 
 def run(fn, pieces, like) -> None:
