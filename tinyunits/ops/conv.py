@@ -106,7 +106,7 @@ class Columns:
         return chunks(self.B, max(1, COLUMN_ELEMENTS // (self.rows * self.per_sample)))
 
     def fill(self, cols, I):
-        """cols (C*k*k, n*per_sample) = the columns of the chunk I of the batch."""
+        """cols `(C*k*k, n*per_sample)` = the columns of the chunk I of the batch."""
         im2col(self.xpad[I], self.k, self.stride,
                out=cols.reshape(self.rows, -1, self.Ho, self.Wo))
 
@@ -121,7 +121,7 @@ class Columns:
         yield g[:, I].reshape(g.shape[0], -1)
 
     def add_back(self, gx, dcols, I):
-        """gx (C, B, H, W) += col2im of dcols (C*k*k, n*per_sample), the chunk I."""
+        """gx `(C, B, H, W)` += col2im of dcols `(C*k*k, n*per_sample)`, the chunk I."""
         dcols = dcols.reshape(self.C, self.k * self.k, -1, self.Ho, self.Wo)
         threads.run(lambda c: col2im_add(gx[c, I], dcols[c], self.k, self.stride),
                     threads.per_thread(self.C), like=dcols)
@@ -130,13 +130,13 @@ class Columns:
 class WideColumns(Columns):
     """Stride 1, faster: a column for every position of the input image.
 
-    The column of position m = h*W + w of sample j reads tap (p, q) at
-    x[c].flat[j*H*W + m + p*W + q] (x channel-major): for each channel and tap, a
+    The column of position `m = h*W + w` of sample j reads tap (p, q) at
+    `x[c].flat[j*H*W + m + p*W + q]` (x channel-major): for each channel and tap, a
     chunk's columns are ONE contiguous run of the input, and col2im's adds are one
     run each too, instead of Ho runs of Wo per image. Only the columns with h < Ho
     and w < Wo are real; the others mix the ends of two rows (or two images) and
     are computed and dropped (y), and given a zero gradient (g), so they add
-    nothing to dW, and zeros to dx. The products are H*W/(Ho*Wo) longer (17% for
+    nothing to dW, and zeros to dx. The products are `H*W/(Ho*Wo)` longer (17% for
     3x3 on 26x26). The same numbers as Columns in y and dx (each entry sums the
     same terms in the same order) to the last bit, but for BLAS's blocking; dW adds
     the dropped columns' zero terms too, so it agrees to rounding.
