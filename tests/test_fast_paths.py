@@ -202,3 +202,34 @@ def test_split_ops_give_the_same_bits_on_any_number_of_threads(rng, thread_count
     for other in results[1:]:
         for a, b in zip(other, results[0]):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("op", [ops.relu, lambda x: ops.max_pool2d(x, 2)])
+def test_saved_arrays_come_back_only_after_their_backward(rng, empty_cache, op):
+    """ReLU's mask and max pooling's positions are lent to the Function and given back
+    by release() after its backward: two live graphs, and a graph kept for a second
+    backward (retain_graph) while others come and go, keep their own."""
+    xs = [rng.normal(size=(4, 3, 6, 6)).astype("float32") for _ in range(3)]
+
+    def grad(x):
+        xt = tu.tensor(x, requires_grad=True)
+        y = op(xt)
+        y.backward(tu.tensor(np.ones(y.shape, "float32")))
+        return backend.to_host(xt.grad)
+
+    want = [grad(x) for x in xs]
+    kept = tu.tensor(xs[0], requires_grad=True)
+    y0 = op(kept)
+    y0.backward(tu.tensor(np.ones(y0.shape, "float32")), retain_graph=True)
+    first = backend.to_host(kept.grad).copy()
+    live = [tu.tensor(x, requires_grad=True) for x in xs[1:]]
+    ys = [op(t) for t in live]  # both forwards before either backward
+    for t, y, w in zip(live[::-1], ys[::-1], want[:0:-1]):
+        y.backward(tu.tensor(np.ones(y.shape, "float32")))
+        np.testing.assert_array_equal(backend.to_host(t.grad), w)
+    if backend.get_backend() == "numpy":
+        assert buffers._State.bytes > 0  # given back, to be lent again
+    grad(xs[2])  # borrows what the others gave back
+    y0.backward(tu.tensor(np.ones(y0.shape, "float32")))  # the kept graph, again
+    np.testing.assert_array_equal(first, want[0])
+    np.testing.assert_array_equal(backend.to_host(kept.grad), 2 * want[0])

@@ -1,7 +1,8 @@
 """Scratch arrays kept from one training step to the next.
 
 Some ops need a large temporary inside one call: the convolution's columns and
-their gradient (`ops/conv.py`). Made fresh every step, a temporary of a few MB
+their gradient (`ops/conv.py`); others keep an array for their backward only (ReLU's
+mask, max pooling's positions). Made fresh every step, a temporary of a few MB
 costs the allocator fresh pages from the kernel (glibc returns large blocks to it
 when they are freed), one page fault per 4 KB: for a small conv net that was a
 third of a step. Such an op borrows its temporary here instead and gives it back
@@ -11,8 +12,11 @@ same memory back, already mapped.
 The rule: an array is given back only by the code that borrowed it, and only when
 nothing will read it again. Scratch space is borrowed and given back within one
 call (`with borrowed(...) as a:`), and no view of it is returned or saved in the
-graph. An array a graph still needs (saved by forward for backward) is never
-lent: a live graph can always be backpropagated, once more with retain_graph.
+graph. An array saved for backward is private to the Function that saved it, and
+is given back by its `release()`, which the engine calls after that node's backward
+(never while the graph lives: backward(retain_graph=True) does not release, and a
+graph never backpropagated is not released either; its arrays go to the garbage
+collector as any others). Outputs and gradients are never lent: their users hold them.
 
 Only host (NumPy) arrays are kept: CuPy has its own memory pool, and the strict
 backend's arrays stand for a device's. At most LIMIT bytes are kept; beyond that
@@ -25,6 +29,7 @@ import contextlib
 import threading
 
 from . import backend
+from .backend import get_array_module
 
 LIMIT = 64 * 2 ** 20  # bytes of free buffers kept (a few layers' chunks)
 
@@ -51,6 +56,8 @@ def borrow(xp, shape: tuple, dtype):
 
 def give_back(a) -> None:
     """Keep `a` (borrowed, no longer read or written by anyone) for the next borrow."""
+    if getattr(a, "base", None) is not None:  # borrow_like's view of what it borrowed
+        a = a.base
     if type(a) is not backend.host_module().ndarray or a.nbytes > LIMIT:
         return
     key = (a.shape, a.dtype.str)
@@ -63,6 +70,14 @@ def give_back(a) -> None:
             _State.bytes -= arrays.pop(0).nbytes
             if not arrays:
                 del _State.free[old_key]
+
+
+def borrow_like(x, dtype):
+    """`borrow` an array of x's shape, laid out in memory as x is (a channel-major view
+    gets a channel-major array), so that elementwise passes over both run in order."""
+    order = sorted(range(x.ndim), key=lambda axis: -abs(x.strides[axis]))
+    a = borrow(get_array_module(x), tuple(x.shape[axis] for axis in order), dtype)
+    return a.transpose([order.index(axis) for axis in range(x.ndim)])
 
 
 @contextlib.contextmanager

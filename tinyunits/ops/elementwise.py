@@ -1,7 +1,7 @@
 """Elementwise functions and activations, each with its derivative beside it."""
 import math
 
-from .. import threads
+from .. import buffers, threads
 from ..backend import get_array_module
 from ..function import Function
 
@@ -40,7 +40,7 @@ class ReLU(Function):
 
     def forward(self, x):
         xp = get_array_module(x)
-        y, self.mask = xp.empty_like(x), xp.empty_like(x, dtype=bool)  # x's layout
+        y, self.mask = xp.empty_like(x), buffers.borrow_like(x, bool)  # x's layout
 
         def part(x, y, mask):
             xp.greater(x, 0, out=mask)
@@ -54,6 +54,10 @@ class ReLU(Function):
         g = xp.broadcast_to(g, gx.shape)  # DAC's blocks pass g broadcast along their inputs
         threads.split(lambda g, mask, gx: xp.multiply(g, mask, out=gx), g, self.mask, gx)
         return (gx,)
+
+    def release(self):
+        buffers.give_back(self.mask)  # backward has read it, for the last time
+        super().release()
 
 
 class LeakyReLU(Function):

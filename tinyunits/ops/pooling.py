@@ -7,7 +7,7 @@ position's gradient back through the same view. Every pass writes into its
 output (`out=`), so a step makes no temporaries, and the passes are split over
 the batch on the CPU threads (tinyunits.threads), each thread its own samples.
 """
-from .. import threads
+from .. import buffers, threads
 from ..backend import get_array_module
 from ..function import Function
 
@@ -61,8 +61,11 @@ class MaxPool2d(_Pool):
 
     def start(self, y):
         # position of the maximum so far, in y's layout; int8 holds k*k <= 127
-        self.arg = get_array_module(y).empty_like(
-            y, dtype="int8" if self.k * self.k <= 127 else "int32")
+        self.arg = buffers.borrow_like(y, "int8" if self.k * self.k <= 127 else "int32")
+
+    def release(self):
+        buffers.give_back(self.arg)  # backward has read it, for the last time
+        super().release()
 
     def pool(self, windows, y, I):
         xp, arg = get_array_module(y), self.arg[I]
