@@ -233,3 +233,19 @@ def test_saved_arrays_come_back_only_after_their_backward(rng, empty_cache, op):
     y0.backward(tu.tensor(np.ones(y0.shape, "float32")))  # the kept graph, again
     np.testing.assert_array_equal(first, want[0])
     np.testing.assert_array_equal(backend.to_host(kept.grad), 2 * want[0])
+
+
+def test_focus_rows_give_the_same_bits_on_any_number_of_threads(rng, thread_counts):
+    from tinyunits.units.focus import focus_coefficients
+    mu, sigma = rng.uniform(0, 1, 37), rng.uniform(0.01, 1, 37)
+    results = []
+    for n in (1, 2, 3):
+        thread_counts(n)
+        results.append(focus_coefficients(mu, sigma, 50))
+    for other in results[1:]:
+        for a, b in zip(other, results[0]):
+            np.testing.assert_array_equal(a, b)
+    d, u = results[0]
+    phi = np.exp(-d ** 2 / (2 * sigma[:, None] ** 2))
+    np.testing.assert_allclose(u, np.sqrt(50) * phi / np.linalg.norm(phi, axis=1)[:, None],
+                               rtol=1e-10, atol=1e-12)
