@@ -50,8 +50,10 @@ class ReLU(Function):
 
     def backward(self, g):
         xp = get_array_module(g)
-        gx = xp.empty_like(self.mask, dtype=g.dtype)
-        g = xp.broadcast_to(g, gx.shape)  # DAC's blocks pass g broadcast along their inputs
+        # g's layout (the cheaper pass when it is not x's); DAC's blocks pass g broadcast
+        # along their inputs
+        gx = xp.empty_like(g if g.shape == self.mask.shape else self.mask, dtype=g.dtype)
+        g = xp.broadcast_to(g, gx.shape)
         threads.split(lambda g, mask, gx: xp.multiply(g, mask, out=gx), g, self.mask, gx)
         return (gx,)
 

@@ -20,7 +20,7 @@ class _Pool(Function):
         if x.ndim != 4 or x.shape[2] < self.k or x.shape[3] < self.k:
             raise ValueError(f"{type(self).__name__}({self.k}): expected input "
                              f"(B, C, H, W) with H, W >= {self.k}, got {x.shape}")
-        self.shape = x.shape
+        self.x = x  # for backward: dx is laid out as x (channel-major after a conv)
         windows = [x[index] for index in self._positions(x.shape)]
         y = get_array_module(x).empty_like(windows[0])  # x's layout: channel-major after a conv
         self.start(y)
@@ -30,9 +30,9 @@ class _Pool(Function):
 
     def backward(self, g):
         xp, k = get_array_module(g), self.k
-        cropped = self.shape[2] % k or self.shape[3] % k
-        gx = (xp.zeros if cropped else xp.empty)(self.shape, dtype=g.dtype)  # cropped cells: 0
-        views = [gx[index] for index in self._positions(self.shape)]
+        cropped = self.x.shape[2] % k or self.x.shape[3] % k
+        gx = (xp.zeros_like if cropped else xp.empty_like)(self.x, dtype=g.dtype)  # cropped: 0
+        views = [gx[index] for index in self._positions(gx.shape)]
         threads.run(lambda I: self.unpool(g[I], [v[I] for v in views], I),
                     threads.per_thread(g.shape[0], gx.size), like=g)
         return (gx,)
