@@ -9,8 +9,8 @@ third of a step. Such an op borrows its temporary here instead and gives it back
 when it is done; the next call that asks for the same shape and dtype gets the
 same memory back, already mapped.
 
-The rule: an array is given back only by the code that borrowed it, and only when
-nothing will read it again. Scratch space is borrowed and given back within one
+The rule: an array is given back only by the code that borrowed it (or that made it,
+when no one else has seen it), and only when nothing will read it again. Scratch space is borrowed and given back within one
 call (`with borrowed(...) as a:`), and no view of it is returned or saved in the
 graph. An array saved for backward is private to the Function that saved it, and
 is given back by its `release()`, which the engine calls after that node's backward
