@@ -204,8 +204,8 @@ class Conv2d(Function):
         for I, cols in self._columns():
             with buffers.borrowed(xp, (W.shape[0], cols.shape[1]), x.dtype) as yI:
                 plan.output(xp.matmul(W2, cols, out=yI), y, I)
-        if b is not None:
-            y += b[:, None, None, None]
+            if b is not None:  # while the chunk's outputs are in the cache
+                y[:, I] += b[:, None, None, None]
         return y.transpose(1, 0, 2, 3)
 
     def _columns(self):
