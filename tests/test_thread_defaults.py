@@ -61,3 +61,24 @@ def test_a_lesson_leaves_the_thread_count_alone():
     """_lesson used to set OMP_NUM_THREADS=1 for every lesson."""
     cores = str(len(os.sched_getaffinity(0)))
     assert run_python("import _lesson; " + REPORT) == [cores, cores, "None"]
+
+
+# --------------------------------------------------------------------------- allocator
+STEP = ("import resource, numpy as np, tinyunits\n"
+        "def step():\n"
+        "    arrays = [np.ones(2 ** 18) for _ in range(40)]  # 80 MB made, then freed\n"
+        "step(); step()\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+        "for _ in range(5): step()\n"
+        "faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before\n"
+        "print(tinyunits.buffers.STEADY, faults // 5)")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_a_step_does_not_fault_its_memory_in_again():
+    """glibc hands a step's freed memory back to the kernel; tinyunits keeps it."""
+    steady, faults = run_python(STEP)
+    assert steady == "True" and int(faults) < 1000, faults  # 80 MB would be ~20000 faults
+    for env in (dict(TINYUNITS_MALLOC="default"), dict(MALLOC_TRIM_THRESHOLD_="131072")):
+        steady, faults = run_python(STEP, **env)
+        assert steady == "False" and int(faults) > 10000, (env, faults)  # left as it is

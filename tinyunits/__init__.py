@@ -3,7 +3,7 @@
     import tinyunits as tu
     from tinyunits import nn, optim
 """
-from . import _check, backend
+from . import _check, backend, buffers  # buffers: glibc tuned for training loops on import
 from .backend import get_backend, set_backend
 # tensor first: it finishes by importing ops, which build on Tensor and Function
 from .tensor import (Tensor, get_default_dtype, is_grad_enabled, no_grad,

@@ -21,17 +21,36 @@ collector as any others). Outputs and gradients are never lent: their users hold
 Only host (NumPy) arrays are kept: CuPy has its own memory pool, and the strict
 backend's arrays stand for a device's. At most LIMIT bytes are kept; beyond that
 the least recently given back go to the allocator.
+
+Every other array of a step (activations, gradients) comes from the allocator,
+and glibc's defaults make a training loop pay for them again every step: a freed
+block at the top of its heap is handed back to the kernel once more than twice the
+largest recent block is free, which is the case at the end of every step, and the
+next step faults the pages in again (20 HanLayers at batch 512: 5600 page faults
+and 22 ms of CPU a step, against 9 ms without). So, on glibc, importing tinyunits
+sets its thresholds as a caching allocator would (`steady_allocator`): blocks up
+to 32 MB come from the heap, and up to 256 MB of free heap is kept for the next
+step. Peak memory is unchanged; the memory a finished step freed stays with the
+process. A MALLOC_*_ variable of glibc's in the environment, or
+TINYUNITS_MALLOC=default, leaves glibc as it is.
 """
 from __future__ import annotations
 
 import collections
 import contextlib
+import ctypes
+import os
+import sys
 import threading
 
 from . import backend
 from .backend import get_array_module
 
 LIMIT = 64 * 2 ** 20  # bytes of free buffers kept (a few layers' chunks)
+MMAP_THRESHOLD = 32 * 2 ** 20  # glibc's largest (and its dynamic threshold's ceiling)
+TRIM_THRESHOLD = 256 * 2 ** 20
+GLIBC_SETTINGS = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_",
+                  "MALLOC_MMAP_MAX_")
 
 
 class _State:
@@ -95,3 +114,21 @@ def clear() -> None:
     with _State.lock:
         _State.free.clear()
         _State.bytes = 0
+
+
+def steady_allocator() -> bool:
+    """glibc's heap kept from step to step (see above); False where it was left alone."""
+    if (not sys.platform.startswith("linux") or os.environ.get("TINYUNITS_MALLOC") == "default"
+            or any(name in os.environ for name in GLIBC_SETTINGS)):
+        return False
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):  # musl and others: no glibc, nothing to tune
+        return False
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
+    # the mmap threshold first: setting either one fixes both (no more adapting)
+    return mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and \
+        mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+
+
+STEADY = steady_allocator()

@@ -7,8 +7,9 @@
 
 What users get: each side runs in a process of its own, started with nothing set
 (no thread count, no allocator setting), so each library takes its own defaults:
-tinyunits and PyTorch both use the cores this process may use, and glibc's
-allocator is left as it is. A step is forward + backward + optimiser step, float32
+tinyunits and PyTorch both use the cores this process may use; glibc's allocator
+is as tinyunits sets it on import on our side (tinyunits.buffers), as it is on
+PyTorch's. A step is forward + backward + optimiser step, float32
 (rows E1, E2: one epoch). The parent alternates the two processes: in each round
 each side runs back to back for about `--round-seconds` (who goes first alternates,
 with a short pause between them so that one library's idle threads have stopped
@@ -55,6 +56,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 MiB = 2 ** 20
 DAC_MEMORY_LIMIT = 1024 * MiB  # the target: DACLinear 512->512 at batch 4096 under 1 GiB
 PAUSE = 0.15  # seconds between the two sides: OpenBLAS's idle threads spin ~0.1 s
+OURS_REFERENCE = ("B6-lin", "B7-relu")  # rows whose reference is our own baseline
 
 
 def parse_args(argv=None):
@@ -267,12 +269,12 @@ def worker(row_id, side, args):
     except cases.UnitMissing as err:
         return reply(error=f"not available ({err})")
     step = case.ours if side == "ours" else case.ref
-    note = check_float32(step) if side == "ours" and step.loss_of else ""
     sync, now = synchronizer(args.device, side), (
         time.process_time if args.clock == "cpu" else time.perf_counter)
     gc.collect()
     reset_peak()
-    before = resident("VmRSS")
+    before = resident("VmRSS")  # the model is built; nothing has run yet
+    note = check_float32(step) if side == "ours" and step.loss_of else ""
     reply(loss=float(step().item()), note=note)  # the first step's loss: the initial weights
     for line in sys.stdin:
         request = json.loads(line)
@@ -294,9 +296,15 @@ class Side:
     """A side's process, asked for timings one request at a time."""
 
     def __init__(self, row_id, side, args):
+        env = dict(os.environ)
+        if side == "ref" and row_id not in OURS_REFERENCE:
+            # PyTorch's process imports tinyunits only for the initial weights: glibc as
+            # a PyTorch user has it, not as importing tinyunits sets it (tinyunits.buffers)
+            env["TINYUNITS_MALLOC"] = "default"
         self.proc = subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "--worker", row_id, side,
-             *settings_flags(args)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             *settings_flags(args)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env=env)
         self.first = self._read()
 
     def _read(self):
@@ -335,7 +343,7 @@ def median_step_times(sides, rounds, round_seconds, warm_up=2):
 def run_row(row_id, target, args, torch_ok):
     """One measurement of a row: both sides in processes of their own."""
     start_load = os.getloadavg()[0]
-    names = ["ours"] + (["ref"] if torch_ok or row_id in ("B6-lin", "B7-relu") else [])
+    names = ["ours"] + (["ref"] if torch_ok or row_id in OURS_REFERENCE else [])
     sides = [Side(row_id, name, args) for name in names]
     try:
         errors = [s.first["error"] for s in sides if "error" in s.first]
@@ -353,7 +361,7 @@ def run_row(row_id, target, args, torch_ok):
     notes = [sides[0].first["note"]]
     if len(sides) > 1:
         out.update(ref=times[1] * 1e3, ratio=times[0] / times[1], peak_ref=peaks[1],
-                   ref_name="ours" if row_id in ("B6-lin", "B7-relu") else "torch")
+                   ref_name="ours" if row_id in OURS_REFERENCE else "torch")
         if out["ref_name"] == "torch":  # the same model: the same first loss
             lo, lr = sides[0].first["loss"], sides[1].first["loss"]
             notes.append(f"dloss {abs(lo - lr) / max(abs(lr), 1e-12):.0e}")
