@@ -12,6 +12,17 @@ from ..backend import get_array_module
 from ..function import Function
 
 
+def _order(a):
+    """a's axes from the slowest-varying in memory to the fastest."""
+    return sorted(range(a.ndim), key=lambda axis: -abs(a.strides[axis]))
+
+
+def _copy_laid_out_as(a, like):
+    out = get_array_module(a).empty_like(like, dtype=a.dtype)
+    out[...] = a
+    return out
+
+
 class _Pool(Function):
     def __init__(self, k):
         self.k = k
@@ -33,6 +44,8 @@ class _Pool(Function):
         cropped = self.x.shape[2] % k or self.x.shape[3] % k
         gx = (xp.zeros_like if cropped else xp.empty_like)(self.x, dtype=g.dtype)  # cropped: 0
         views = [gx[index] for index in self._positions(gx.shape)]
+        if _order(g) != _order(views[0]):  # as a flattening's gradient arrives: batch-major
+            g = _copy_laid_out_as(g, views[0])  # one pass over g, not k*k mixed-order ones
         threads.run(lambda I: self.unpool(g[I], [v[I] for v in views], I),
                     threads.per_thread(g.shape[0], gx.size), like=g)
         return (gx,)
