@@ -1,7 +1,7 @@
 """`make lessons` timed at two commits, lesson by lesson, taking turns.
 
-    python tests/benchmarks/lessons.py 70571ae HEAD          # before, after
-    python tests/benchmarks/lessons.py 70571ae HEAD --only 01,05
+    python tests/benchmarks/lessons_time.py 70571ae HEAD          # before, after
+    python tests/benchmarks/lessons_time.py 70571ae HEAD --only 01,05
 
 Each commit's lessons/, tinyunits/ and datasets.py are unpacked (git archive) into a
 temporary folder, and every lesson runs there as `make lessons` runs it
