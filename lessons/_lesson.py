@@ -17,7 +17,8 @@ use the variable). Figures go to args.out. A grid of independent runs goes throu
 grid(): in --full it is a tinyunits.sweep (resumable, spread by --workers N).
 
 Importing this module also
-- puts the checkout on sys.path (datasets.py and tinyunits from this checkout);
+- puts the checkout on sys.path (datasets.py and tinyunits from this checkout), and
+  imports tinyunits before the lesson imports NumPy (tinyunits/__init__.py says why);
 - draws figures off-screen (Agg) unless a notebook kernel chose a backend.
 """
 import argparse
@@ -28,6 +29,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 os.environ.setdefault("MPLBACKEND", "Agg")
+import tinyunits  # noqa: E402,F401 - before the lesson's NumPy: it sets OpenBLAS's thread spin
 
 MODES = ("tiny", "quick", "full")
 STORE = os.path.join(ROOT, "lessons", "results", "sweeps.sqlite")  # the --full sweeps' results

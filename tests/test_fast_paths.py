@@ -249,3 +249,18 @@ def test_focus_rows_give_the_same_bits_on_any_number_of_threads(rng, thread_coun
     phi = np.exp(-d ** 2 / (2 * sigma[:, None] ** 2))
     np.testing.assert_allclose(u, np.sqrt(50) * phi / np.linalg.norm(phi, axis=1)[:, None],
                                rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_chunks_on_threads_give_the_same_bits(rng, thread_counts, monkeypatch, stride):
+    """Chunks of the batch on 1, 2, 3 threads (each a run of chunks, BLAS on one
+    thread): the same bits, dW added up in chunk order whoever made each part."""
+    arrays = [a.astype("float32") for a in conv_arrays(rng, (9, 3, 8, 7, 4, 3, 1), stride)]
+    monkeypatch.setattr(conv, "COLUMN_ELEMENTS", 1)  # a chunk per sample
+    results = []
+    for n in (1, 2, 3):
+        thread_counts(n)
+        results.append(conv_step(conv.WideColumns, *arrays, stride=stride, padding=1))
+    for other in results[1:]:
+        for a, b in zip(other, results[0]):
+            np.testing.assert_array_equal(a, b)

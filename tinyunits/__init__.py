@@ -3,6 +3,17 @@
     import tinyunits as tu
     from tinyunits import nn, optim
 """
+import os as _os
+import sys as _sys
+
+# OpenBLAS's idle threads spin for ~0.1 s after every product before they sleep.
+# tinyunits' own threads (tinyunits.threads) then wait for a core at every hand-off:
+# on a machine with other work, B2's step took 3 s instead of 0.12. A short spin
+# (2^4 cycles) costs a wake-up per product instead. OpenBLAS reads this when NumPy
+# loads it: import tinyunits first, or set it yourself.
+if "numpy" not in _sys.modules:
+    _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
 from . import _check, backend, buffers  # buffers: glibc tuned for training loops on import
 from .backend import get_backend, set_backend
 # tensor first: it finishes by importing ops, which build on Tensor and Function

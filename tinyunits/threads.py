@@ -26,6 +26,8 @@ and a piece that itself calls `map` runs its own pieces in order (no nesting).
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -74,6 +76,26 @@ def available_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # macOS and Windows have no affinity call
         return os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def blas_serial(active: bool = True):
+    """BLAS on one thread for the block, when active: for pieces on tinyunits' threads
+    that call BLAS themselves (two layers of threads would wait on each other)."""
+    if not active:
+        yield
+        return
+    limiter = _blas().limit(limits=1)
+    try:
+        yield
+    finally:
+        limiter.restore_original_limits()
+
+
+@functools.lru_cache(maxsize=None)
+def _blas():
+    import threadpoolctl
+    return threadpoolctl.ThreadpoolController().select(user_api="blas")
 
 
 def _set_blas_threads(n: int) -> None:

@@ -178,9 +178,12 @@ class WideColumns(Columns):
 
     def add_back(self, gx, dcols, I):
         dcols, gx = dcols.reshape(self.C, self.k * self.k, -1), gx.reshape(self.C, -1)
+        end = I.stop * self.per_sample  # the chunk's own images: another thread may add
+        # into the next chunk's; what a run would add past them is a dropped column's 0
 
         def add(c):
             for t, start, run in self._runs(I):
+                run = min(run, end - start)
                 gx[c, start:start + run] += dcols[c, t, :run]
         threads.run(add, threads.per_thread(self.C), like=dcols)
 
@@ -201,37 +204,57 @@ class Conv2d(Function):
         self.W, self.plan = W, (WideColumns if self.stride == 1 else Columns)(xpad, k, self.stride)
         plan, xp, W2 = self.plan, get_array_module(x), W.reshape(W.shape[0], -1)
         y = xp.empty((W.shape[0], x.shape[0], plan.Ho, plan.Wo), dtype=x.dtype)
-        for I, cols in self._columns():
+
+        def chunk(k, I, cols):
             with buffers.borrowed(xp, (W.shape[0], cols.shape[1]), x.dtype) as yI:
                 plan.output(xp.matmul(W2, cols, out=yI), y, I)
             if b is not None:  # while the chunk's outputs are in the cache
                 y[:, I] += b[:, None, None, None]
+        self._over_chunks(chunk)
         return y.transpose(1, 0, 2, 3)
 
-    def _columns(self):
-        """(I, cols) for each chunk I of the batch: cols `(C*k*k, n*per_sample)`, made in
-        one buffer reused from chunk to chunk (so read it before asking for the next)."""
+    def _over_chunks(self, work):
+        """work(k, I, cols) for each chunk k of the batch: I its samples, cols `(C*k*k,
+        n*per_sample)` its columns, made in a buffer reused from chunk to chunk.
+
+        With several threads and chunks, each thread takes a run of chunks, products
+        and all, with BLAS on one thread meanwhile: one hand-off per pass. (Threads
+        that meet at every chunk, BLAS's and ours, wait for a core at every meeting on
+        a machine with other work: B2's step took seconds.) Otherwise the chunks go in
+        order, here, BLAS and im2col/col2im each on all the threads."""
         plan, chunked = self.plan, self.plan.chunks()
         size = plan.rows * (chunked[0].stop - chunked[0].start) * plan.per_sample
-        with buffers.borrowed(plan.xp, (size,), plan.xpad.dtype) as buf:
-            for I in chunked:
-                cols = buf[:plan.rows * (I.stop - I.start) * plan.per_sample].reshape(plan.rows, -1)
-                plan.fill(cols, I)
-                yield I, cols
+
+        def run(ks):
+            with buffers.borrowed(plan.xp, (size,), plan.xpad.dtype) as buf:
+                for k in range(ks.start, ks.stop):
+                    I = chunked[k]
+                    cols = buf[:plan.rows * (I.stop - I.start) * plan.per_sample]
+                    cols = cols.reshape(plan.rows, -1)
+                    plan.fill(cols, I)
+                    work(k, I, cols)
+        pieces = threads.per_thread(len(chunked), elements=size * len(chunked))
+        with threads.blas_serial(len(pieces) > 1):
+            threads.run(run, pieces, like=plan.xpad)
 
     def backward(self, g):
         W, plan = self.W, self.plan
         g = g.transpose(1, 0, 2, 3)  # (out, B, Ho, Wo), as the GEMM made it
         xp, W2 = get_array_module(g), W.reshape(W.shape[0], -1)
-        gWt = xp.zeros(W2.shape[::-1], dtype=g.dtype)  # dW^T, added up chunk by chunk
         gx = xp.zeros((plan.C, plan.B) + plan.xpad.shape[2:],
                       dtype=g.dtype) if self.needs_grad(0) else None  # channel-major, as y
-        for I, cols in self._columns():
+        parts = [None] * len(plan.chunks())  # each chunk's share of dW^T
+
+        def chunk(k, I, cols):
             with plan.grad(g, I) as gI:
-                gWt += cols @ gI.T  # dW = g cols^T, as its transpose: the faster product here
+                parts[k] = cols @ gI.T  # dW = g cols^T, as its transpose: the faster product
                 if gx is not None:
                     with buffers.borrowed(xp, cols.shape, g.dtype) as dcols:
                         plan.add_back(gx, xp.matmul(W2.T, gI, out=dcols), I)  # dcols = W^T g
+        self._over_chunks(chunk)
+        gWt = parts[0]
+        for part in parts[1:]:  # in chunk order, whichever thread made them
+            gWt += part
         gW = xp.ascontiguousarray(gWt.T).reshape(W.shape)
         gx = None if gx is None else unpad2d(gx.transpose(1, 0, 2, 3), self.padding)
         return gx, gW, g.sum(axis=(1, 2, 3))
