@@ -21,6 +21,10 @@ much: OpenBLAS blocks some products differently on 1 and 2 threads (a 128x784 by
 784x800 float32 product differs in the last bits), so, as with PyTorch, runs are
 bit for bit repeatable at a fixed thread count.
 
+Pieces that call BLAS themselves (conv2d's runs of chunks) run inside
+`blas_serial()`, which holds BLAS to one thread meanwhile: threads of two pools
+that meet at every product wait for each other whenever a core is busy.
+
 On the GPU the pieces run in order (the device runs them asynchronously anyway),
 and a piece that itself calls `map` runs its own pieces in order (no nesting).
 """
