@@ -33,7 +33,8 @@ def restore(monkeypatch):
 def run_python(code, **env):
     """(tinyunits threads, BLAS threads, OMP_NUM_THREADS) printed by a fresh interpreter."""
     clean = {k: v for k, v in os.environ.items() if k not in
-             ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", *threads.ENV)}
+             ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+              "OPENBLAS_THREAD_TIMEOUT", *threads.ENV)}
     clean["PYTHONPATH"] = os.pathsep.join([ROOT, os.path.join(ROOT, "lessons")])
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**clean, **env}, timeout=120)
@@ -82,3 +83,10 @@ def test_a_step_does_not_fault_its_memory_in_again():
     for env in (dict(TINYUNITS_MALLOC="default"), dict(MALLOC_TRIM_THRESHOLD_="131072")):
         steady, faults = run_python(STEP, **env)
         assert steady == "False" and int(faults) > 10000, (env, faults)  # left as it is
+
+
+def test_openblas_threads_sleep_when_idle_if_tinyunits_comes_first():
+    timeout = "import os; print(os.environ.get('OPENBLAS_THREAD_TIMEOUT'))"
+    assert run_python("import tinyunits; " + timeout) == ["4"]
+    assert run_python("import numpy, tinyunits; " + timeout) == ["None"]  # too late to ask
+    assert run_python("import tinyunits; " + timeout, OPENBLAS_THREAD_TIMEOUT="20") == ["20"]
