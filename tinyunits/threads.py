@@ -98,14 +98,14 @@ def blas_serial(active: bool = True):
 
 @functools.lru_cache(maxsize=None)
 def _blas():
+    """threadpoolctl's handle on the BLAS libraries loaded (found once: a scan)."""
     import threadpoolctl
     return threadpoolctl.ThreadpoolController().select(user_api="blas")
 
 
 def _set_blas_threads(n: int) -> None:
     """BLAS's own thread count (OpenBLAS, MKL, ...: whichever NumPy loaded)."""
-    import threadpoolctl
-    threadpoolctl.threadpool_limits(n, user_api="blas")
+    _blas().limit(limits=n)
 
 
 MIN_ELEMENTS = 2 ** 18  # elements an elementwise pass needs to be worth a thread's hand-off
