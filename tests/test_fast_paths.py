@@ -124,6 +124,22 @@ def test_the_cache_keeps_at_most_its_limit(empty_cache, monkeypatch):
     assert buffers.borrow(xp, (100,), "float32") is not first
 
 
+def test_a_shape_lent_out_leaves_the_cache_and_eviction_goes_on(empty_cache, monkeypatch):
+    """Lending a shape's last buffer leaves no empty entry behind for eviction to trip
+    on (lesson 1 raised IndexError), and a buffer given back twice is kept once."""
+    monkeypatch.setattr(buffers, "LIMIT", 600)
+    xp = backend.host_module()
+    a, b = buffers.borrow(xp, (100,), "float32"), buffers.borrow(xp, (50,), "float32")
+    buffers.give_back(a)
+    buffers.give_back(a)
+    assert buffers._State.bytes == 400
+    assert buffers.borrow(xp, (100,), "float32") is a  # the (100,) entry is now empty
+    buffers.give_back(b)
+    buffers.give_back(buffers.borrow(xp, (120,), "float32"))  # 680 > 600: evicts b
+    assert buffers._State.bytes == 480
+    assert buffers.borrow(xp, (100,), "float32") is not a
+
+
 def test_device_arrays_are_not_kept(empty_cache):
     a = backend.strict.zeros(3)
     buffers.give_back(a)

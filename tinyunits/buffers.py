@@ -68,6 +68,8 @@ def borrow(xp, shape: tuple, dtype):
         arrays = _State.free.get(key)
         if arrays:
             a = arrays.pop()
+            if not arrays:
+                del _State.free[key]
             _State.bytes -= a.nbytes
             return a
     return xp.empty(shape, dtype=dtype)
@@ -81,6 +83,8 @@ def give_back(a) -> None:
         return
     key = (a.shape, a.dtype.str)
     with _State.lock:
+        if any(kept is a for kept in _State.free.get(key, ())):
+            return  # given back twice: lending it twice would share it
         _State.free.setdefault(key, []).append(a)
         _State.free.move_to_end(key)
         _State.bytes += a.nbytes
