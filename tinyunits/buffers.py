@@ -20,7 +20,8 @@ collector as any others). Outputs and gradients are never lent: their users hold
 
 Only host (NumPy) arrays are kept: CuPy has its own memory pool, and the strict
 backend's arrays stand for a device's. At most LIMIT bytes are kept; beyond that
-the least recently given back go to the allocator.
+the least recently given back go to the allocator, and so do arrays under
+MIN_BYTES (the allocator serves them cheaply) and more than PER_SHAPE of one shape.
 
 Every other array of a step (activations, gradients) comes from the allocator,
 and glibc's defaults make a training loop pay for them again every step: a freed
@@ -47,6 +48,8 @@ from . import backend
 from .backend import get_array_module
 
 LIMIT = 64 * 2 ** 20  # bytes of free buffers kept (a few layers' chunks)
+MIN_BYTES = 2 ** 16  # smaller arrays cost the allocator little: not kept
+PER_SHAPE = 8  # buffers kept of one shape (more than the threads ever borrow at once)
 MMAP_THRESHOLD = 32 * 2 ** 20  # glibc's largest (and its dynamic threshold's ceiling)
 TRIM_THRESHOLD = 256 * 2 ** 20
 GLIBC_SETTINGS = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_",
@@ -79,12 +82,16 @@ def give_back(a) -> None:
     """Keep `a` (borrowed, no longer read or written by anyone) for the next borrow."""
     if getattr(a, "base", None) is not None:  # borrow_like's view of what it borrowed
         a = a.base
-    if type(a) is not backend.host_module().ndarray or a.nbytes > LIMIT:
+    if type(a) is not backend.host_module().ndarray or not MIN_BYTES <= a.nbytes <= LIMIT:
         return
     key = (a.shape, a.dtype.str)
     with _State.lock:
-        if any(kept is a for kept in _State.free.get(key, ())):
-            return  # given back twice: lending it twice would share it
+        kept = _State.free.get(key, ())
+        # more of one shape than anyone borrows at once would only pile up (phi's
+        # arrays in DAC's blocks are given back without being borrowed); an array
+        # given back twice would be lent twice
+        if len(kept) >= PER_SHAPE or any(k is a for k in kept):
+            return
         _State.free.setdefault(key, []).append(a)
         _State.free.move_to_end(key)
         _State.bytes += a.nbytes
