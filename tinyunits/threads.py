@@ -83,10 +83,11 @@ def available_cores() -> int:
 
 
 @contextlib.contextmanager
-def blas_serial(active: bool = True):
-    """BLAS on one thread for the block, when active: for pieces on tinyunits' threads
-    that call BLAS themselves (two layers of threads would wait on each other)."""
-    if not active:
+def blas_serial(like):
+    """BLAS on one thread for the block, when several threads are set and `like` is a
+    host array: for pieces on tinyunits' threads that call BLAS themselves (two layers
+    of threads would wait on each other)."""
+    if get_num_threads() == 1 or not on_host(like):
         yield
         return
     limiter = _blas().limit(limits=1)
@@ -129,7 +130,8 @@ def split(fn, *arrays) -> None:
     run(lambda I: fn(*(x[I] for x in arrays)), per_thread(a.shape[0], a.size), like=a)
 
 
-def _on_host(x) -> bool:
+def on_host(x) -> bool:
+    """Is x a host array (NumPy, or the strict backend's stand-in)?"""
     xp = backend.get_array_module(x)
     return xp is backend.host_module() or xp is backend.strict
 
@@ -153,7 +155,7 @@ def map(fn, pieces, like):
     the others; a group is finished before the next starts (so results do not pile
     up). fn must write only to its own part of any output."""
     pieces, n = list(pieces), get_num_threads()
-    if n == 1 or len(pieces) < 2 or getattr(_State.local, "inside", False) or not _on_host(like):
+    if n == 1 or len(pieces) < 2 or getattr(_State.local, "inside", False) or not on_host(like):
         for piece in pieces:
             yield fn(piece)
         return

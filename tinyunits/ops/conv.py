@@ -43,6 +43,7 @@ from ..backend import get_array_module, sliding_window_view
 from ..function import Function
 
 COLUMN_ELEMENTS = 2 ** 20  # columns per chunk of the batch: 4 MB of float32, cache-sized
+MIN_CHUNKS = 4  # so that a small layer's batch is shared out over the threads too
 
 
 def conv_output_size(n: int, k: int, stride: int, padding: int) -> int:
@@ -103,7 +104,10 @@ class Columns:
         self.rows = self.C * k * k
 
     def chunks(self):
-        return chunks(self.B, max(1, COLUMN_ELEMENTS // (self.rows * self.per_sample)))
+        """Chunks of about COLUMN_ELEMENTS columns, and at least MIN_CHUNKS of them (the
+        threads share out chunks; a fixed count, so any thread count adds up dW alike)."""
+        size = min(COLUMN_ELEMENTS // (self.rows * self.per_sample), -(-self.B // MIN_CHUNKS))
+        return chunks(self.B, max(1, size))
 
     def fill(self, cols, I):
         """cols `(C*k*k, n*per_sample)` = the columns of the chunk I of the batch."""
@@ -217,11 +221,11 @@ class Conv2d(Function):
         """work(k, I, cols) for each chunk k of the batch: I its samples, cols `(C*k*k,
         n*per_sample)` its columns, made in a buffer reused from chunk to chunk.
 
-        With several threads and chunks, each thread takes a run of chunks, products
-        and all, with BLAS on one thread meanwhile: one hand-off per pass. (Threads
-        that meet at every chunk, BLAS's and ours, wait for a core at every meeting on
-        a machine with other work: B2's step took seconds.) Otherwise the chunks go in
-        order, here, BLAS and im2col/col2im each on all the threads."""
+        With several threads, each thread takes a run of chunks, products and all,
+        with BLAS on one thread meanwhile: one hand-off per pass. (Threads that meet
+        at every chunk, BLAS's and ours, wait for a core at every meeting on a machine
+        with other work: B2's step took seconds; and OpenBLAS on two threads spent 5x
+        the CPU time of one on lesson 1's small convolutions.)"""
         plan, chunked = self.plan, self.plan.chunks()
         size = plan.rows * (chunked[0].stop - chunked[0].start) * plan.per_sample
 
@@ -233,8 +237,8 @@ class Conv2d(Function):
                     cols = cols.reshape(plan.rows, -1)
                     plan.fill(cols, I)
                     work(k, I, cols)
-        pieces = threads.per_thread(len(chunked), elements=size * len(chunked))
-        with threads.blas_serial(len(pieces) > 1):
+        pieces = threads.per_thread(len(chunked), elements=plan.rows * plan.per_sample * plan.B)
+        with threads.blas_serial(like=plan.xpad):
             threads.run(run, pieces, like=plan.xpad)
 
     def backward(self, g):

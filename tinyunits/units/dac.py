@@ -112,7 +112,8 @@ class DACLinearFn(Function):
             A, fn = phi(self.activation, z)                           # (c, b, in): phi(B[i,j] + x[b,j])
             y[:, I] = (A @ W[I, :, None])[:, :, 0].T                   # eq. (4): sum_j W[i,j] * A
             _give_back(fn, z, A)
-        threads.run(block, _blocks(W.shape[0], x.size, self.budget), like=x)
+        with threads.blas_serial(like=x):
+            threads.run(block, _blocks(W.shape[0], x.size, self.budget), like=x)
         return y
 
     def backward(self, g):
@@ -147,9 +148,10 @@ class DACLinearFn(Function):
             _give_back(fn, z, A, M)
             return gx
         gx = xp.zeros_like(x)
-        for share in threads.map(block, _blocks(W.shape[0], x.size, self.budget), like=x):
-            if want[0]:
-                gx += share
+        with threads.blas_serial(like=x):
+            for share in threads.map(block, _blocks(W.shape[0], x.size, self.budget), like=x):
+                if want[0]:
+                    gx += share
         return tuple(grad if wanted else None for grad, wanted in zip((gx, gW, gB), want))
 
 
