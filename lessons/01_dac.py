@@ -37,7 +37,7 @@
 # %%
 import math
 
-from _lesson import Results, figure, grid, host, out, setup  # checkout, one BLAS thread, figures
+from _lesson import Results, figure, grid, host, out, setup  # checkout, figures
 
 import numpy as np  # host-side data, reference loops and printing
 

@@ -42,7 +42,7 @@
 # %%
 import math
 
-from _lesson import Results, figure, grid, setup  # checkout, BLAS thread, figures, table
+from _lesson import Results, figure, grid, setup  # checkout, figures, table
 
 import numpy as np  # host-side analysis and printing
 

@@ -30,7 +30,7 @@
 # lessons/trials/tmaf.py, read in one line per section.
 
 # %%
-from _lesson import TEST_KEYS, Results, figure, grid, host, out, setup  # checkout, threads
+from _lesson import TEST_KEYS, Results, figure, grid, host, out, setup  # checkout, figures
 
 import numpy as np  # host-side data, tables and plots
 

@@ -33,7 +33,7 @@
 # %%
 import warnings
 
-from _lesson import Results, figure, grid, paper_sweep, setup  # checkout, BLAS thread, figures, table
+from _lesson import Results, figure, grid, paper_sweep, setup  # checkout, figures, table
 
 import numpy as np  # host-side data, measurements and printing
 

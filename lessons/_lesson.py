@@ -16,11 +16,9 @@ choose it; with none, the environment variable TINYUNITS_LESSON_MODE does (noteb
 use the variable). Figures go to args.out. A grid of independent runs goes through
 grid(): in --full it is a tinyunits.sweep (resumable, spread by --workers N).
 
-Importing this module, before NumPy is first imported, also
-- puts the checkout on sys.path (datasets.py and tinyunits from this checkout);
-- asks BLAS for one thread unless OMP_NUM_THREADS is set: on a shared 2-core machine
-  OpenBLAS's threads wait on each other (a 16-channel conv step took 1.9 s with
-  threads, 0.07 s without);
+Importing this module also
+- puts the checkout on sys.path (datasets.py and tinyunits from this checkout), and
+  imports tinyunits before the lesson imports NumPy (tinyunits/__init__.py says why);
 - draws figures off-screen (Agg) unless a notebook kernel chose a backend.
 """
 import argparse
@@ -30,8 +28,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+import tinyunits  # noqa: E402,F401 - before the lesson's NumPy: it sets OpenBLAS's thread spin
 
 MODES = ("tiny", "quick", "full")
 STORE = os.path.join(ROOT, "lessons", "results", "sweeps.sqlite")  # the --full sweeps' results

@@ -1,9 +1,11 @@
 """tinyunits.threads: the thread count the user set, pieces in order on a pool, and
 ops that use it (conv2d, DACLinear) giving the same numbers at every thread count."""
+import os
 import threading
 
 import numpy as np
 import pytest
+import threadpoolctl
 
 import tinyunits as tu
 from tinyunits import backend, ops, threads
@@ -15,10 +17,13 @@ def _from_environment(monkeypatch):
     for name in threads.ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(threads._State, "threads", None)
+    blas = threadpoolctl.threadpool_limits(None)  # set_num_threads sets BLAS's count too
+    yield
+    blas.restore_original_limits()
 
 
 def test_thread_count_comes_from_the_setting_then_the_environment(monkeypatch):
-    assert threads.get_num_threads() == 1
+    assert threads.get_num_threads() == len(os.sched_getaffinity(0))
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert threads.get_num_threads() == 3
     monkeypatch.setenv("TINYUNITS_NUM_THREADS", "2")
@@ -45,11 +50,14 @@ def test_map_runs_on_the_pool_in_order_and_serially_inside_a_piece():
 
     out = list(threads.map(piece, range(6), like))
     assert [i for i, _, _ in out] == list(range(6))
-    assert all(name.startswith("tinyunits") for _, name, _ in out)
+    here = threading.current_thread().name  # the caller computes each pair's first piece
+    assert [name == here for _, name, _ in out] == [True, False] * 3
+    assert all(name.startswith("tinyunits") for _, name, _ in out[1::2])
     assert all(inner == [name, name] for _, name, inner in out)  # nested: same thread
 
 
 def test_map_in_one_thread_stays_in_the_caller():
+    threads.set_num_threads(1)
     like = backend.asarray(np.zeros(1))
     names = list(threads.map(lambda i: threading.current_thread().name, range(3), like))
     assert names == [threading.current_thread().name] * 3

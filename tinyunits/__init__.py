@@ -3,7 +3,18 @@
     import tinyunits as tu
     from tinyunits import nn, optim
 """
-from . import _check, backend
+import os as _os
+import sys as _sys
+
+# OpenBLAS's idle threads spin for ~0.1 s after every product before they sleep.
+# tinyunits' own threads (tinyunits.threads) then wait for a core at every hand-off:
+# on a machine with other work, B2's step took 3 s instead of 0.12. A short spin
+# (2^4 cycles) costs a wake-up per product instead. OpenBLAS reads this when NumPy
+# loads it: import tinyunits first, or set it yourself.
+if "numpy" not in _sys.modules:
+    _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+from . import _check, backend, buffers  # buffers: glibc tuned for training loops on import
 from .backend import get_backend, set_backend
 # tensor first: it finishes by importing ops, which build on Tensor and Function
 from .tensor import (Tensor, get_default_dtype, is_grad_enabled, no_grad,
@@ -12,6 +23,7 @@ from .function import Function
 from . import ops
 from . import nn  # after ops: layers build on them
 from . import optim, threads, train
+from .threads import get_num_threads, set_num_threads
 from .gradcheck import gradcheck
 from .serialization import load, save
 
@@ -24,5 +36,6 @@ def manual_seed(seed: int) -> None:
 __all__ = ["Tensor", "Function", "tensor", "no_grad", "is_grad_enabled",
            "set_backend", "get_backend", "manual_seed", "set_default_dtype",
            "get_default_dtype", "ops", "backend", "nn", "optim", "threads", "train", "gradcheck",
+           "set_num_threads", "get_num_threads",
            "save", "load"]
 __version__ = "0.1.0"

@@ -96,6 +96,11 @@ def execute_all(mode, scripts=None, cache=CACHE, workers=None, log=print) -> lis
         log(f"site: lesson {s.name} ({mode}): {'runs' if s in stale else 'cached'}")
     if stale:
         workers = workers or min(len(stale), os.cpu_count() or 1)
+        # each kernel gets its share of the cores (tinyunits and its BLAS both read
+        # this), not every core each: kernels side by side would otherwise wait on
+        # each other's threads; a count the user set wins
+        share = max(1, len(os.sched_getaffinity(0)) // workers)
+        os.environ.setdefault("TINYUNITS_NUM_THREADS", str(share))
         with ThreadPoolExecutor(workers) as pool:  # each kernel is a process of its own
             list(pool.map(execute, stale, [mode] * len(stale), [cache] * len(stale)))
     return [cached(s, mode, cache) for s in scripts]

@@ -13,10 +13,6 @@ import os
 import sys
 import time
 
-# Same numbers on any worker: the workers run BLAS on one thread, so does a serial run.
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(var, "1")
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)  # datasets.py and tinyunits from this checkout
 

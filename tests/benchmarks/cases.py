@@ -7,7 +7,8 @@ do the same arithmetic on the same numbers; run.py checks that the first losses
 agree before it times anything.
 
 Each builder returns a Case: `ours` and `ref` are zero-argument step functions
-(ref is None when PyTorch is missing), `ref_name` says what the reference is.
+that return the step's loss (ref is None when PyTorch is missing), `ref_name` says
+what the reference is.
 Our side runs on tinyunits' current backend; PyTorch's tensors go to DEVICE
 ("cpu", or "cuda" when run.py is given --device cuda). Labels reach our loss as
 fit passes them (CheckedLabels: checked once, not read back every step).
@@ -16,11 +17,13 @@ A unit that has not landed yet raises UnitMissing, and its row says so.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 from typing import Callable
 
-import numpy as np
+import tinyunits as tu  # before NumPy, as the lessons do (tinyunits/__init__.py says why)
 
-import tinyunits as tu
+import numpy as np  # noqa: E402, I100
 from tinyunits import nn, optim
 from tinyunits.ops.loss import CheckedLabels
 
@@ -40,11 +43,19 @@ class UnitMissing(Exception):
 
 @dataclasses.dataclass
 class Case:
-    ours: Callable
-    ref: Callable | None
+    """Each side is built when first asked for (run.py runs each side in a process of
+    its own: the other side's model is never made there)."""
+    build_ours: Callable
+    build_ref: Callable | None
     ref_name: str  # "torch" or the name of our own baseline
-    loss_ours: Callable | None = None  # first-step losses, to show both sides agree
-    loss_ref: Callable | None = None
+
+    @functools.cached_property
+    def ours(self):
+        return self.build_ours()
+
+    @functools.cached_property
+    def ref(self):
+        return self.build_ref() if self.build_ref is not None else None
 
 
 def unit(name):
@@ -108,16 +119,9 @@ def _checked(labels, classes):
     return CheckedLabels(tu.backend.asarray(labels), classes)
 
 
-def _first_loss(step_factory):
-    return lambda: step_factory()().item()
-
-
 def _case(build_ours, build_ref, ref_name="torch"):
-    """build_* return fresh step functions; losses come from a fresh copy of each."""
-    ref = build_ref() if build_ref is not None else None
-    return Case(ours=build_ours(), ref=ref, ref_name=ref_name,
-                loss_ours=_first_loss(build_ours),
-                loss_ref=_first_loss(build_ref) if build_ref is not None else None)
+    """build_* return fresh step functions (a step returns its loss)."""
+    return Case(build_ours, build_ref, ref_name)
 
 
 # ----------------------------------------------------------------------------- B1, B7
@@ -159,16 +163,26 @@ def mlp(batch=128):
 BREAKPOINTS = [-1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5]  # 8 intervals, ReLU at init
 
 
-def mlp_tmaf(batch=128):
-    """B7: the B1 network with diagonal TMAF (8 intervals) in place of ReLU."""
+def _tmaf_mlp():
     TMAF = unit("TMAF")
-    x, y = _data((batch, 784), 1), _labels(batch, 10, 2)
+    tu.manual_seed(0)
+    return nn.Sequential(nn.Linear(784, 800), TMAF(800, BREAKPOINTS),
+                         nn.Linear(800, 800), TMAF(800, BREAKPOINTS), nn.Linear(800, 10))
 
-    def tmaf_mlp():
-        tu.manual_seed(0)
-        return nn.Sequential(nn.Linear(784, 800), TMAF(800, BREAKPOINTS),
-                             nn.Linear(800, 800), TMAF(800, BREAKPOINTS),
-                             nn.Linear(800, 10))
+
+def _torch_tmaf(x, levels, s):
+    """y_i = t[i, bin(x_i)] x_i, bin(x) = #{s_k <= x}: bucketize and a gather (autograd)."""
+    index = torch.bucketize(x, s, right=True) + torch.arange(
+        x.shape[1], device=x.device)[None, :] * levels.shape[1]
+    return levels.reshape(-1)[index] * x
+
+
+def mlp_tmaf(batch=128, reference="torch"):
+    """B7: the B1 network with diagonal TMAF (8 intervals) in place of ReLU.
+
+    PyTorch: the same network, TMAF composed (bucketize, gather), autograd backward.
+    reference="relu": our own B1 network instead (TMAF's overhead over ReLU)."""
+    x, y = _data((batch, 784), 1), _labels(batch, 10, 2)
 
     def build(make):
         def steps():
@@ -177,7 +191,25 @@ def mlp_tmaf(batch=128):
             return _ours_step(model, lambda: nn.functional.cross_entropy(model(X), Y))
         return steps
 
-    return _case(build(tmaf_mlp), build(_mlp), ref_name="ours, ReLU")
+    def ref():
+        model = _tmaf_mlp()
+        lin = [m for m in model if isinstance(m, nn.Linear)]
+        W = [_t(m.weight.data, True) for m in lin]
+        b = [_t(m.bias.data, True) for m in lin]
+        T = [_t(m.levels.data, True) for m in model if isinstance(m, unit("TMAF"))]
+        s = torch.tensor(BREAKPOINTS, dtype=torch.float32, device=DEVICE)
+        X, Y = _on_device(x), _on_device(y)
+
+        def forward():
+            h = _torch_tmaf(F.linear(X, W[0], b[0]), T[0], s)
+            h = _torch_tmaf(F.linear(h, W[1], b[1]), T[1], s)
+            return F.linear(h, W[2], b[2])
+
+        return _torch_step(W + b + T, lambda: F.cross_entropy(forward(), Y))
+
+    if reference == "relu":
+        return _case(build(_tmaf_mlp), build(_mlp), ref_name="ours, ReLU")
+    return _case(build(_tmaf_mlp), ref if torch else None)
 
 
 # ----------------------------------------------------------------------------- B2
@@ -351,12 +383,27 @@ def han_lesson_net(batch=100, width=30, n_han=17):
 
 
 # ----------------------------------------------------------------------------- B6
-def focusing(batch=512, n_in=784, n_out=800):
-    """B6: FocusingLinear 784->800 against our own Linear 784->800; MSE, SGD.
+def _torch_focusing(x, W, b, mu, sigma):
+    """FocusingLinear composed as ours computes it (eqs. 6-7: the exponent measured from
+    the grid point nearest mu, floored at -30), autograd backward."""
+    m = x.shape[-1]
+    p = torch.linspace(0.0, 1.0, m, dtype=x.dtype, device=x.device)
+    nearest = p[torch.round(mu.detach() * (m - 1)).clamp(0, m - 1).long()]
+    d = p - mu[:, None]
+    exponent = (((nearest - mu) ** 2)[:, None] - d * d) / (2 * sigma * sigma)[:, None]
+    phi = torch.exp(exponent.clamp(min=-30.0))
+    u = math.sqrt(m) * phi / phi.norm(dim=1, keepdim=True)
+    return F.linear(x, W * u, b)
+
+
+def focusing(batch=512, n_in=784, n_out=800, reference="torch"):
+    """B6: FocusingLinear 784->800; MSE, SGD.
 
     As a hidden layer (its input wants a gradient too), at the paper's MNIST batch
     of 512: the focus costs O(out x in) elementwise work per step whatever the
     batch, the products O(batch x out x in), so the overhead shrinks with batch.
+    PyTorch: the same layer composed (`_torch_focusing`), autograd backward.
+    reference="linear": our own Linear 784->800 instead (the focus's overhead).
     """
     FocusingLinear = unit("FocusingLinear")
     x, target = _data((batch, n_in), 13), _data((batch, n_out), 14)
@@ -369,10 +416,195 @@ def focusing(batch=512, n_in=784, n_out=800):
             return _ours_step(layer, lambda: nn.functional.mse_loss(layer(X), T))
         return steps
 
-    return _case(build(FocusingLinear), build(nn.Linear), ref_name="ours, Linear")
+    def ref():
+        tu.manual_seed(0)
+        layer = FocusingLinear(n_in, n_out)
+        P = [_t(a.data, True) for a in (layer.weight, layer.bias, layer.mu, layer.sigma)]
+        X, T = _on_device(x).requires_grad_(True), _on_device(target)
+        return _torch_step(P, lambda: F.mse_loss(_torch_focusing(X, *P), T))
+
+    if reference == "linear":
+        return _case(build(FocusingLinear), build(nn.Linear), ref_name="ours, Linear")
+    return _case(build(FocusingLinear), ref if torch else None)
 
 
 # ----------------------------------------------------------------------------- memory
 def dac_linear_big(batch=4096, n=512):
     """M1: one DACLinear 512->512 step at batch 4096 (the chunking check)."""
     return dac_linear(batch, n, n)
+
+
+# ----------------------------------------------------------------------------- E1, E2
+class DataMissing(UnitMissing):
+    pass
+
+
+def _epoch_case(model_of, loss_fn, data, batch, torch_model_of, optimizer_of, after_step=None):
+    """One epoch of fit() on `data` = (x, y) against one epoch of the same model in a
+    PyTorch loop over the same batches (shuffled once per epoch, as fit does)."""
+    from tinyunits.train import fit
+    x, y = data
+
+    def ours():
+        model = model_of()
+        opt = optimizer_of(model)
+
+        def epoch():
+            h = fit(model, loss_fn, opt, (x, y), epochs=1, batch_size=batch, progress=False,
+                    seed=0, after_step=after_step)
+            return tu.tensor(h["train_loss"][-1])
+        epoch.zero_grad, epoch.loss_of, epoch.params = opt.zero_grad, None, model.parameters()
+        return epoch
+
+    def ref():
+        forward, groups, after = torch_model_of(model_of())
+        opt = torch.optim.SGD(groups, lr=0.1, momentum=0.9)
+        X, Y = _on_device(x), _on_device(y)
+        rng = np.random.default_rng(0)
+
+        def epoch():
+            order = torch.from_numpy(rng.permutation(len(x))).to(DEVICE)
+            total = 0.0
+            for start in range(0, len(x), batch):
+                rows = order[start:start + batch]
+                opt.zero_grad(set_to_none=True)
+                loss = F.cross_entropy(forward(X[rows]), Y[rows])
+                loss.backward()
+                opt.step()
+                after()
+                total += loss.detach()
+            return total / -(-len(x) // batch)
+        epoch.zero_grad = lambda: opt.zero_grad(set_to_none=True)
+        return epoch
+
+    return _case(ours, ref if torch else None)
+
+
+def _lessons():
+    """lessons.trials (the checkout's root is on sys.path: run.py puts it there)."""
+    try:
+        from lessons.trials import dac as dac_trials, focusing as focus_trials
+        return dac_trials, focus_trials
+    except ImportError as err:
+        raise UnitMissing(f"lessons.trials not importable: {err}") from err
+
+
+def _torch_batch_norm(bn):
+    """Our BatchNorm (training mode) as F.batch_norm with its own running statistics."""
+    weight = _t(bn.weight.data, True)
+    bias = _t(bn.bias.data, True) if bn.bias is not None else None
+    mean, var = _t(bn.running_mean), _t(bn.running_var)
+    return (lambda h: F.batch_norm(h, mean, var, weight, bias, True, bn.momentum, bn.eps),
+            [p for p in (weight, bias) if p is not None])
+
+
+def vgg_epoch():
+    """E1: one epoch of lesson 1's VGG (vgg_trial's --quick model: stages 8-16-32, one
+    conv each, Conv-BN-ReLU, on 6000 Fashion-MNIST images pooled to 14x14, batch 64,
+    SGD momentum 0.9, L2 2e-4 on kernels). PyTorch: the same layers (F.conv2d,
+    F.batch_norm, F.relu), from our initial weights."""
+    dac_trials, _ = _lessons()
+    quick = dac_trials.SIZES["quick"]["vgg"]
+    try:
+        x, y = dac_trials.fashion_mnist(quick["n_train"], quick["n_val"], quick["n_test"],
+                                        quick["pool"])[:2]
+    except (FileNotFoundError, OSError) as err:
+        raise DataMissing(f"Fashion-MNIST: {err}") from err
+    x = x.astype("float32")
+
+    def model_of():
+        tu.manual_seed(0)
+        return dac_trials.vgg(quick["stages"], quick["per_stage"], dac=False)[0]
+
+    def torch_model_of(model):
+        layers, decayed, rest = [], [], []
+        for m in model:
+            if isinstance(m, nn.Conv2d):
+                W = _t(m.weight.data, True)
+                decayed.append(W)
+                layers.append(lambda h, W=W, s=m.stride: F.conv2d(h, W, stride=s, padding=1))
+            elif isinstance(m, nn.BatchNorm2d):
+                bn, params = _torch_batch_norm(m)
+                layers.append(bn)
+                rest += params
+            elif isinstance(m, nn.ReLU):
+                layers.append(F.relu)
+            elif isinstance(m, nn.GlobalAvgPool2d):
+                layers.append(lambda h: h.mean(dim=(2, 3)))
+            else:  # the head
+                W, b = _t(m.weight.data, True), _t(m.bias.data, True)
+                decayed.append(W)
+                rest.append(b)
+                layers.append(lambda h, W=W, b=b: F.linear(h, W, b))
+
+        def forward(h):
+            for layer in layers:
+                h = layer(h)
+            return h
+        groups = [{"params": decayed, "weight_decay": 2e-4}, {"params": rest}]
+        return forward, groups, lambda: None
+
+    return _epoch_case(model_of, nn.functional.cross_entropy, (x, y), quick["batch"],
+                       torch_model_of, lambda model: optim.SGD(
+                           dac_trials.weights_only(model, 2e-4), lr=0.1, momentum=0.9))
+
+
+def fashion_epoch():
+    """E2: one epoch of lesson 5's Fashion-MNIST net at --quick size (Focus-s: Dropout,
+    FocusingLinear 784->128, BatchNorm, ReLU, twice, then Linear 128->10; 30000
+    images, batch 512, SGD momentum 0.9, lr 0.1 / 0.01 for mu / 0.0005 for sigma,
+    mu and sigma clipped after every step). PyTorch: the same net, the focus composed
+    (`_torch_focusing`). The dropout masks differ (each library draws its own)."""
+    import datasets
+    _, focus_trials = _lessons()
+    n_train, _, hidden = focus_trials.SIZES["quick"]["fashion"][:3]
+    try:
+        x, y = datasets.load_fashion_mnist()[:2]
+    except (FileNotFoundError, OSError) as err:
+        raise DataMissing(f"Fashion-MNIST: {err}") from err
+    x, y = x.reshape(len(x), -1)[:n_train].astype("float32"), y[:n_train]
+
+    def model_of():
+        tu.manual_seed(0)
+        return focus_trials.fashion_net("Focus-s", hidden)
+
+    def torch_model_of(model):
+        layers, groups = [], [{"params": []}, {"params": [], "lr": 0.01},
+                              {"params": [], "lr": 0.0005}]
+        focus = []
+        for m in model:
+            if isinstance(m, nn.Dropout):
+                layers.append(lambda h, p=m.p: F.dropout(h, p, training=True))
+            elif isinstance(m, nn.FocusingLinear):
+                W, b, mu, sigma = (_t(a.data, True) for a in (m.weight, m.bias, m.mu, m.sigma))
+                groups[0]["params"] += [W, b]
+                groups[1]["params"].append(mu)
+                groups[2]["params"].append(sigma)
+                focus.append((mu, sigma))
+                layers.append(lambda h, P=(W, b, mu, sigma): _torch_focusing(h, *P))
+            elif isinstance(m, nn.BatchNorm1d):
+                bn, params = _torch_batch_norm(m)
+                layers.append(bn)
+                groups[0]["params"] += params
+            elif isinstance(m, nn.ReLU):
+                layers.append(F.relu)
+            else:
+                W, b = _t(m.weight.data, True), _t(m.bias.data, True)
+                groups[0]["params"] += [W, b]
+                layers.append(lambda h, W=W, b=b: F.linear(h, W, b))
+
+        def forward(h):
+            for layer in layers:
+                h = layer(h)
+            return h
+
+        def constrain():
+            with torch.no_grad():
+                for mu, sigma in focus:
+                    mu.clamp_(0.0, 1.0)
+                    sigma.clamp_(0.01, 1.0)
+        return forward, groups, constrain
+
+    return _epoch_case(model_of, nn.functional.cross_entropy, (x, y), 512, torch_model_of,
+                       lambda model: focus_trials.sgd_groups(model, 0.1, 0.01, 0.0005),
+                       after_step=focus_trials.constrain_all)

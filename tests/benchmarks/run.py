@@ -1,18 +1,28 @@
 """tinyunits against PyTorch on the same machine: one table row per benchmark.
 
-    python tests/benchmarks/run.py                 # every row, 1 thread each
-    python tests/benchmarks/run.py --threads 2 --only B1,B3
-    python tests/benchmarks/run.py --quick         # fewer repeats (a smoke run)
-    python tests/benchmarks/run.py --device cuda   # tinyunits on CuPy, PyTorch on CUDA
+    python tests/benchmarks/run.py                     # every row, as a user's process runs
+    python tests/benchmarks/run.py --only B1,B2 --repeat 3
+    python tests/benchmarks/run.py --threads 1 --clock cpu   # on a busy machine
+    python tests/benchmarks/run.py --device cuda       # tinyunits on CuPy, PyTorch on CUDA
 
-A step is forward + backward + SGD step, float32. Each time is the median over
-`--rounds` rounds; in each round both sides run back to back (alternating who
-goes first) for about `--round-seconds` each, so a change in machine load hits
-both alike. Times are CPU time of this process by default (--clock cpu): on
-a machine shared with other work, wall time mostly measures waiting for a core.
-With more than one thread, prefer --clock wall on an idle machine. The thread
-count is set for both: OMP/OPENBLAS/MKL_NUM_THREADS in
-the environment before NumPy or PyTorch is imported, and torch.set_num_threads.
+What users get: each side runs in a process of its own, started with nothing set
+(no thread count, no allocator setting), so each library takes its own defaults:
+tinyunits and PyTorch both use the cores this process may use; glibc's allocator
+is as tinyunits sets it on import on our side (tinyunits.buffers), as it is on
+PyTorch's. A step is forward + backward + optimiser step, float32
+(rows E1, E2: one epoch). The parent alternates the two processes: in each round
+each side runs back to back for about `--round-seconds` (who goes first alternates,
+with a short pause between them so that one library's idle threads have stopped
+spinning before the other's run), and a time is the median over `--rounds`
+rounds, in wall time. `--repeat N` does the whole row N times (fresh processes)
+and reports the median of the N ratios, with the load average (1 minute) beside
+each. The opt-in settings, printed in the table's header when used:
+
+    --threads N      N threads for both (tinyunits.set_num_threads and BLAS's, torch's)
+    --clock cpu      CPU time of each side's process instead of wall time (robust to
+                     other jobs on the machine, but counts threads that spin)
+    --malloc steady  glibc never returns memory to the kernel (no page faults for
+                     fresh temporaries), for both
 
 --device cuda: tinyunits on the CuPy backend and PyTorch on CUDA, the same rows;
 wall time, with both devices synchronised before and after each timed run;
@@ -22,15 +32,13 @@ exits with status 0 (nothing to measure). Peak memory is then device memory:
 CuPy's pool allocations (a memory hook), PyTorch's max_memory_allocated.
 
 ratio = ours / reference (lower is better). The reference is PyTorch running the
-same model from the same initial numbers (the first losses are compared: column
-"dloss"), or, for the overhead rows B6 and B7, our own baseline layer.
+same model from the same initial numbers (the first losses are compared: note
+"dloss"), or our own baseline (rows B6-lin, B7-relu: the unit's overhead).
 
-Peak memory of one step: ours with tracemalloc (NumPy reports its array buffers
-to it), counting everything the step allocates - activations, gradients,
-temporaries - but not the parameters and inputs that existed before. PyTorch's
-with torch.profiler(profile_memory=True): the running sum of the allocations and
-frees it attributes to each op, in op order (an op's internal scratch space that
-it frees before returning is not seen).
+Peak memory (CPU): how far the process's resident memory (peak RSS, VmHWM) rose
+above what it was once the model was built, over the whole timed run: everything
+training holds at its high point (activations, gradients, optimiser state, an
+allocator's or a library's caches), measured the same way for both sides.
 """
 from __future__ import annotations
 
@@ -42,60 +50,64 @@ import statistics
 import subprocess
 import sys
 import time
-import tracemalloc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 MiB = 2 ** 20
 DAC_MEMORY_LIMIT = 1024 * MiB  # the target: DACLinear 512->512 at batch 4096 under 1 GiB
+PAUSE = 0.15  # seconds between the two sides: OpenBLAS's idle threads spin ~0.1 s
+OURS_REFERENCE = ("B6-lin", "B7-relu")  # rows whose reference is our own baseline
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--threads", type=int, default=1,
-                   help="BLAS / OpenMP threads for both libraries (default 1)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads for both libraries (default: each library's own default)")
     p.add_argument("--rounds", type=int, default=15, help="timed rounds per row")
-    p.add_argument("--round-seconds", type=float, default=0.2,
+    p.add_argument("--epoch-rounds", type=int, default=3,
+                   help="timed rounds of the one-epoch rows E1, E2")
+    p.add_argument("--round-seconds", type=float, default=0.3,
                    help="time each side runs per round")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run each row N times (fresh processes); report the median ratio")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="cuda: tinyunits on CuPy, PyTorch on CUDA (wall clock, synchronised)")
-    p.add_argument("--clock", choices=("cpu", "wall"), default=None,
-                   help="cpu: CPU time of this process (default on the CPU; robust to "
-                        "other processes sharing the cores), wall: elapsed time "
-                        "(always, with --device cuda)")
-    p.add_argument("--malloc", choices=("steady", "default"), default="steady",
-                   help="steady (default): glibc keeps freed memory for reuse, so no "
-                        "step pays page faults for fresh temporaries; default: leave it")
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                   help="wall (default): elapsed time; cpu: CPU time of each side's process")
+    p.add_argument("--malloc", choices=("default", "steady"), default="default",
+                   help="steady: glibc keeps freed memory for reuse (opt-in; default: "
+                        "glibc as it is)")
     p.add_argument("--quick", action="store_true", help="5 short rounds per row")
-    p.add_argument("--only", default="", help="comma-separated row ids, e.g. B1,B3,S")
+    p.add_argument("--only", default="", help="comma-separated row ids, e.g. B1,B3,S, E")
     p.add_argument("--no-torch", action="store_true", help="leave the PyTorch column blank")
+    p.add_argument("--worker", nargs=2, metavar=("ROW", "SIDE"), help=argparse.SUPPRESS)
     p.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.device == "cuda" and args.clock == "cpu":
         p.error("--device cuda times with the wall clock (GPU work is not CPU time)")
-    args.clock = args.clock or ("wall" if args.device == "cuda" else "cpu")
     if args.quick:
-        args.rounds, args.round_seconds = 5, 0.05
+        args.rounds, args.epoch_rounds, args.round_seconds = 5, 1, 0.05
     return args
+
+
+def settings_flags(args):
+    """The opt-in flags a side's process is started with (the parent's own)."""
+    flags = ["--clock", args.clock, "--malloc", args.malloc, "--device", args.device]
+    return flags + (["--threads", str(args.threads)] if args.threads else [])
 
 
 def set_threads(n):
     """Must run before numpy / torch are imported: BLAS reads these at load time."""
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(n)
-    if "numpy" in sys.modules:
-        print("warning: numpy was imported before the thread count was set", file=sys.stderr)
 
 
 def steady_malloc():
-    """Make glibc serve every allocation from its heap and never give it back.
+    """Make glibc serve every allocation from its heap and never give it back (opt-in).
 
     By default glibc maps each block above ~128 KB freshly from the kernel and
-    unmaps it when freed (the threshold then adapts, up to 32 MB, depending on
-    what was freed before). A step that makes large temporaries then pays a page
-    fault per 4 KB page, every step: a third of the CPU time of B2, and a row's
-    time came to depend on which rows ran before it. Both libraries share this
-    process, so both get the same allocator. Returns a note for the header.
+    unmaps it when freed (the threshold then adapts, up to 32 MB). A step that
+    makes large temporaries then pays a page fault per 4 KB page, every step.
     """
     import ctypes
     import ctypes.util
@@ -105,7 +117,8 @@ def steady_malloc():
         ok = libc.mallopt(M_MMAP_MAX, 0) == 1 and libc.mallopt(M_TRIM_THRESHOLD, 2 ** 31 - 1) == 1
     except (OSError, AttributeError):
         ok = False
-    return "glibc malloc: no mmap, no trim" if ok else "malloc left as it is (not glibc)"
+    return "glibc malloc: no mmap, no trim (--malloc steady)" if ok else \
+        "--malloc steady: not glibc, malloc left as it is"
 
 
 # ----------------------------------------------------------------------------- rows
@@ -113,14 +126,20 @@ def rows(cases):
     """(id, description, builder, target ratio or None)."""
     table = [
         ("B1", "MLP 784-800-800-10, batch 128", cases.mlp, 1.0),
-        ("B2", "CNN c32-c32-pool-d256-d10, 1x28x28, b128", cases.cnn, 1.5),
+        ("B2", "CNN c32-c32-pool-d256-d10, 1x28x28, b128", cases.cnn, 1.2),
         ("B3", "DACLinear 256->256, batch 512", cases.dac_linear, 0.8),
         ("B4", "DACConv2d 16->16 3x3 p1, 32x32, b64", cases.dac_conv, 1.0),
         ("B5", "HanNet 20 x HanLayer(256), batch 512", cases.han_net, 1.0),
-        ("B6", "FocusingLinear 784->800 vs Linear, b512", cases.focusing, 1.3),
+        ("B6", "FocusingLinear 784->800, b512", cases.focusing, 1.0),
         ("B6-128", "B6 at batch 128", lambda: cases.focusing(128), None),
-        ("B7", "B1 net, TMAF (8 intervals) vs ReLU", cases.mlp_tmaf, 1.5),
+        ("B6-lin", "B6 over our Linear 784->800 (overhead)",
+         lambda: cases.focusing(reference="linear"), None),
+        ("B7", "B1 net with TMAF (8 intervals)", cases.mlp_tmaf, 1.2),
+        ("B7-relu", "B7 over our B1 net with ReLU (overhead)",
+         lambda: cases.mlp_tmaf(reference="relu"), None),
         ("H1", "HanNet lesson net (width 30), b100, momentum", cases.han_lesson_net, None),
+        ("E1", "one epoch: lesson 1's VGG (--quick), 6000 imgs", cases.vgg_epoch, None),
+        ("E2", "one epoch: lesson 5's F-MNIST net (--quick), 30000", cases.fashion_epoch, None),
     ]
     for b in (32, 64, 128, 256):
         table.append((f"S1-{b}", f"scaling: B1 at batch {b}", lambda b=b: cases.mlp(b), None))
@@ -134,7 +153,7 @@ def selected(row_id, only):
     return not only or any(row_id == o or row_id.startswith(o) for o in only)
 
 
-# ----------------------------------------------------------------------------- timing
+# ----------------------------------------------------------------------------- one side
 def cuda_unavailable():
     """Why --device cuda cannot run here (a one-line reason), or None when it can."""
     try:
@@ -149,58 +168,30 @@ def cuda_unavailable():
     return None
 
 
-def synchronizer(device, torch_ok):
-    """A function that waits until both libraries' queued device work is done."""
+def synchronizer(device, side):
+    """A function that waits until this side's queued device work is done."""
     if device != "cuda":
         return lambda: None
-    import cupy
+    if side == "ours":
+        import cupy
+        return cupy.cuda.Device().synchronize
     import cases
-
-    def sync():
-        cupy.cuda.Device().synchronize()
-        if torch_ok:
-            cases.torch.cuda.synchronize()
-    return sync
+    return cases.torch.cuda.synchronize
 
 
-def median_step_times(fns, rounds, round_seconds, clock, sync):
-    """Median seconds per step of each fn, the fns interleaved in every round."""
-    now = time.process_time if clock == "cpu" else time.perf_counter
-    for f in fns:  # warm-up: caches, allocator, lazily made optimiser state
-        for _ in range(3):
-            f()
-    counts = []
-    for f in fns:
-        sync()
-        t = now()
-        f()
-        sync()
-        counts.append(max(1, int(round_seconds / max(now() - t, 1e-6))))
-    times = [[] for _ in fns]
-    for r in range(rounds):
-        order = list(range(len(fns)))
-        for i in (order if r % 2 == 0 else order[::-1]):
-            sync()
-            t = now()
-            for _ in range(counts[i]):
-                fns[i]()
-            sync()  # the device runs asynchronously: wait for the last step's work
-            times[i].append((now() - t) / counts[i])
-    return [statistics.median(ts) for ts in times]
+def resident(field):
+    """VmRSS or VmHWM (peak) of this process, in bytes (Linux)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field + ":"))
 
 
-def peak_ours(step, device="cpu"):
-    """Bytes the step allocates at its high point (tracemalloc sees NumPy's buffers)."""
-    if device == "cuda":
-        return peak_cupy(step)
-    step.zero_grad()
-    gc.collect()
-    tracemalloc.start()
+def reset_peak():
+    """Make VmHWM start again from the current RSS (Linux's clear_refs)."""
     try:
-        step()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
 
 
 def peak_cupy(step):
@@ -221,7 +212,6 @@ def peak_cupy(step):
         def free_postprocess(self, **kw):
             self.now -= kw["mem_size"]
 
-    step.zero_grad()
     gc.collect()
     cupy.cuda.Device().synchronize()
     with Peak() as hook:
@@ -230,29 +220,18 @@ def peak_cupy(step):
     return hook.peak
 
 
-def peak_torch(step, device="cpu"):
-    if device == "cuda":
-        import torch
-        step.zero_grad()
-        torch.cuda.synchronize()
-        base = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
-        step()
-        torch.cuda.synchronize()
-        return torch.cuda.max_memory_allocated() - base
-    from torch.profiler import ProfilerActivity, profile
-    step.zero_grad()
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        step()
-    current = peak = 0
-    for e in sorted(prof.events(), key=lambda e: e.time_range.start):
-        current += e.self_cpu_memory_usage
-        peak = max(peak, current)
-    return peak
+def peak_torch_cuda(step):
+    import torch
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    step()
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() - base
 
 
 def check_float32(step):
-    """Every tensor of the forward graph and every gradient stays float32."""
+    """Every tensor of our forward graph and every gradient stays float32."""
     from tinyunits.tensor import _topological_order
     step.zero_grad()
     loss = step.loss_of()
@@ -264,47 +243,167 @@ def check_float32(step):
     return "" if not bad else f"float64 leak: {sorted(bad)}"
 
 
-# ----------------------------------------------------------------------------- rows
-def run_row(row_id, builder, target, args, torch_ok, sync):
-    from cases import UnitMissing
+def worker(row_id, side, args):
+    """One side of one row in this process: build it, then answer the parent's requests
+    (JSON lines): {"steps": n} -> {"seconds"}, {"peak": 1} -> {"peak"} and exit."""
+    import cases
+    if args.device == "cuda":
+        import tinyunits
+        tinyunits.set_backend("cupy")
+        if side == "ref":
+            cases.DEVICE = "cuda"
+            cases.torch.backends.cuda.matmul.allow_tf32 = False
+            cases.torch.backends.cudnn.allow_tf32 = False
+    if args.threads:
+        import tinyunits
+        tinyunits.set_num_threads(args.threads)
+        if cases.torch is not None:
+            cases.torch.set_num_threads(args.threads)
+
+    def reply(**message):
+        print(json.dumps(message), flush=True)
+
+    builder = next(b for i, _, b, _ in rows(cases) if i == row_id)
     try:
         case = builder()
-    except UnitMissing as err:
-        return dict(id=row_id, note=f"unit not available ({err})")
-    if case.ref_name == "torch" and not torch_ok:
-        case.ref = None
-    notes = [check_float32(case.ours)]
-    if case.ref is not None and case.ref_name == "torch":
-        lo, lr = case.loss_ours(), case.loss_ref()
-        notes.append(f"dloss {abs(lo - lr) / max(abs(lr), 1e-12):.0e}")
-    fns = [case.ours] + ([case.ref] if case.ref is not None else [])
-    times = median_step_times(fns, args.rounds, args.round_seconds, args.clock, sync)
-    out = dict(id=row_id, ours=times[0] * 1e3, peak_ours=peak_ours(case.ours, args.device) / MiB,
-               ref_name=case.ref_name if case.ref is not None else "")
-    if case.ref is not None:
-        out.update(ref=times[1] * 1e3, ratio=times[0] / times[1])
-        if case.ref_name == "torch":
-            out["peak_ref"] = peak_torch(case.ref, args.device) / MiB
+    except cases.UnitMissing as err:
+        return reply(error=f"not available ({err})")
+    step = case.ours if side == "ours" else case.ref
+    sync, now = synchronizer(args.device, side), (
+        time.process_time if args.clock == "cpu" else time.perf_counter)
+    gc.collect()
+    reset_peak()
+    before = resident("VmRSS")  # the model is built; nothing has run yet
+    note = check_float32(step) if side == "ours" and step.loss_of else ""
+    reply(loss=float(step().item()), note=note)  # the first step's loss: the initial weights
+    for line in sys.stdin:
+        request = json.loads(line)
+        if "steps" in request:
+            sync()
+            t = now()
+            for _ in range(request["steps"]):
+                step()
+            sync()
+            reply(seconds=(now() - t) / request["steps"])
+        elif args.device == "cuda":
+            step.zero_grad()
+            return reply(peak=(peak_cupy(step) if side == "ours" else peak_torch_cuda(step)))
+        else:
+            return reply(peak=resident("VmHWM") - before)
+
+
+class Side:
+    """A side's process, asked for timings one request at a time."""
+
+    def __init__(self, row_id, side, args):
+        env = dict(os.environ)
+        if side == "ref" and row_id not in OURS_REFERENCE:
+            # PyTorch's process imports tinyunits only for the initial weights: glibc as
+            # a PyTorch user has it, not as importing tinyunits sets it (tinyunits.buffers)
+            env["TINYUNITS_MALLOC"] = "default"
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--worker", row_id, side,
+             *settings_flags(args)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env=env)
+        self.first = self._read()
+
+    def _read(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait()
+            return dict(error=f"its process exited with status {self.proc.returncode}")
+        return json.loads(line)
+
+    def ask(self, **request):
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def median_step_times(sides, rounds, round_seconds, warm_up=2):
+    """Median seconds per step of each side, the sides taking turns in every round."""
+    for side in sides:  # warm-up: caches, allocator, lazily made optimiser state
+        if warm_up:
+            side.ask(steps=warm_up)
+    counts = [max(1, int(round_seconds / max(side.ask(steps=1)["seconds"], 1e-6)))
+              for side in sides]
+    times = [[] for _ in sides]
+    for r in range(rounds):
+        order = list(range(len(sides)))
+        for i in (order if r % 2 == 0 else order[::-1]):
+            time.sleep(PAUSE)
+            times[i].append(sides[i].ask(steps=counts[i])["seconds"])
+    return [statistics.median(ts) for ts in times]
+
+
+def run_row(row_id, target, args, torch_ok):
+    """One measurement of a row: both sides in processes of their own."""
+    start_load = os.getloadavg()[0]
+    names = ["ours"] + (["ref"] if torch_ok or row_id in OURS_REFERENCE else [])
+    sides = [Side(row_id, name, args) for name in names]
+    try:
+        errors = [s.first["error"] for s in sides if "error" in s.first]
+        if errors:
+            return dict(id=row_id, note=errors[0])
+        epochs = row_id.startswith("E")  # a step is an epoch: its calibration warms up
+        times = median_step_times(sides, args.epoch_rounds if epochs else args.rounds,
+                                  args.round_seconds, warm_up=0 if epochs else 2)
+        peaks = [s.ask(peak=1)["peak"] / MiB for s in sides]
+    finally:
+        for s in sides:
+            s.close()
+    out = dict(id=row_id, ours=times[0] * 1e3, peak_ours=peaks[0],
+               load=f"{start_load:.1f}-{os.getloadavg()[0]:.1f}")
+    notes = [sides[0].first["note"]]
+    if len(sides) > 1:
+        out.update(ref=times[1] * 1e3, ratio=times[0] / times[1], peak_ref=peaks[1],
+                   ref_name="ours" if row_id in OURS_REFERENCE else "torch")
+        if out["ref_name"] == "torch":  # the same model: the same first loss
+            lo, lr = sides[0].first["loss"], sides[1].first["loss"]
+            notes.append(f"dloss {abs(lo - lr) / max(abs(lr), 1e-12):.0e}")
+    out["notes"] = notes
+    return out
+
+
+def repeated_row(row_id, target, args, torch_ok):
+    """run_row `--repeat` times; the median ratio (and its run's times), every ratio noted."""
+    runs = [run_row(row_id, target, args, torch_ok) for _ in range(args.repeat)]
+    timed = [r for r in runs if "ours" in r]
+    if not timed:
+        return runs[0]
+    key = (lambda r: r.get("ratio", r["ours"]))
+    timed.sort(key=key)
+    out = dict(timed[len(timed) // 2])
+    if args.repeat > 1:
+        out["notes"] = out["notes"] + ["runs: " + ", ".join(
+            f"{key(r):.2f} (load {r['load']})" for r in runs if "ours" in r)]
+        out["load"] = "; ".join(r["load"] for r in runs if "ours" in r)
     if target is not None and "ratio" in out:
-        notes.append("met" if out["ratio"] <= target else "MISSED")
-    out["note"] = ", ".join(n for n in notes if n)
+        out["notes"].append("met" if out["ratio"] <= target else "MISSED")
+    out["note"] = ", ".join(n for n in out["notes"] if n)
     return out
 
 
 def memory_child(clock):
-    """M1 in its own process: peak of one DACLinear 512->512 step at batch 4096."""
+    """M1 in its own process: peak RSS of one DACLinear 512->512 step at batch 4096."""
     import resource
     limit = 4 * DAC_MEMORY_LIMIT  # an unchunked layer needs ~4 GiB per (B, out, in) array
     resource.setrlimit(resource.RLIMIT_AS, (limit + 1024 * MiB, limit + 1024 * MiB))
     import cases
     try:
         case = cases.dac_linear_big()
-        case.ours()
+        gc.collect()
+        reset_peak()
+        before = resident("VmRSS")
         now = time.process_time if clock == "cpu" else time.perf_counter
         t = now()
         case.ours()
         ms = (now() - t) * 1e3
-        print(json.dumps(dict(ms=ms, peak=peak_ours(case.ours) / MiB)))
+        print(json.dumps(dict(ms=ms, peak=(resident("VmHWM") - before) / MiB)))
     except cases.UnitMissing as err:
         print(json.dumps(dict(error=f"unit not available ({err})")))
     except MemoryError:
@@ -312,8 +411,7 @@ def memory_child(clock):
 
 
 def run_memory_row(args):
-    cmd = [sys.executable, os.path.abspath(__file__), "--memory-child",
-           "--threads", str(args.threads), "--clock", args.clock, "--malloc", args.malloc]
+    cmd = [sys.executable, os.path.abspath(__file__), "--memory-child", *settings_flags(args)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     try:
         res = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -323,7 +421,7 @@ def run_memory_row(args):
         return dict(id="M1", note=res["error"])
     ok = "met" if res["peak"] * MiB < DAC_MEMORY_LIMIT else "MISSED"
     return dict(id="M1", ours=res["ms"], peak_ours=res["peak"],
-                note=f"peak < 1 GiB: {ok} (one step, not a median)")
+                note=f"peak RSS < 1 GiB: {ok} (one step, not a median)")
 
 
 # ----------------------------------------------------------------------------- table
@@ -331,12 +429,16 @@ def fmt(value, spec):
     return "" if value is None else format(value, spec)
 
 
-def print_header(args, torch_version, malloc_note):
+def print_header(args, torch_version):
     import numpy
     import tinyunits as tu
+    threads = (f"{args.threads} for both (--threads)" if args.threads else
+               f"each library's default (tinyunits {tu.get_num_threads()}, torch "
+               f"{_torch_threads() if torch_version else '-'})")
     print(f"# tinyunits benchmarks  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    print(f"# machine: {os.cpu_count()} cores, {_cpu_name()}; threads per library: "
-          f"{args.threads}; backend {tu.get_backend()}")
+    print(f"# machine: {os.cpu_count()} cores ({len(os.sched_getaffinity(0))} for this "
+          f"process), {_cpu_name()}; threads: {threads}; backend "
+          f"{'cupy' if args.device == 'cuda' else tu.get_backend()}")
     if args.device == "cuda":
         import cupy
         name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
@@ -344,21 +446,30 @@ def print_header(args, torch_version, malloc_note):
                       "both sides" if torch_version else "no PyTorch CUDA: reference left blank")
         print(f"# device: {name.decode() if isinstance(name, bytes) else name}, CuPy "
               f"{cupy.__version__}; {torch_side}; peak MB = device memory")
+    rounds = f"{args.rounds} rounds (E rows: {args.epoch_rounds})"
     print(f"# numpy {numpy.__version__}, torch {torch_version or 'not installed'}; "
-          f"{args.clock} time, median of {args.rounds} interleaved rounds of "
-          f"~{args.round_seconds}s each")
-    print(f"# {malloc_note}; load average at start: {_load()}")
+          f"{args.clock} time{' (--clock cpu)' if args.clock == 'cpu' else ''}, median of "
+          f"{rounds} of ~{args.round_seconds}s a side, each side in a process of its own"
+          + (f"; median of {args.repeat} runs" if args.repeat > 1 else ""))
+    malloc = steady_malloc() if args.malloc == "steady" else "glibc malloc as it is"
+    print(f"# {malloc}; peak MB = rise of peak RSS while training; load average "
+          f"(1 min) at start: {_load()}")
     print()
     print("| row | benchmark | ours ms | ref ms | ratio | target | ours peak MB "
-          "| torch peak MB | reference | notes |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---|---|")
+          "| ref peak MB | reference | load | notes |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|---|---|")
 
 
 def print_row(desc, target, r):
     print(f"| {r['id']} | {desc} | {fmt(r.get('ours'), '.2f')} | {fmt(r.get('ref'), '.2f')} "
           f"| {fmt(r.get('ratio'), '.2f')} | {fmt(target, '.1f')} "
           f"| {fmt(r.get('peak_ours'), '.1f')} | {fmt(r.get('peak_ref'), '.1f')} "
-          f"| {r.get('ref_name', '')} | {r.get('note', '')} |", flush=True)
+          f"| {r.get('ref_name', '')} | {r.get('load', '')} | {r.get('note', '')} |", flush=True)
+
+
+def _torch_threads():
+    import torch
+    return torch.get_num_threads()
 
 
 def _cpu_name():
@@ -375,34 +486,30 @@ def _load():
 
 def main(argv=None):
     args = parse_args(argv)
-    set_threads(args.threads)
-    malloc_note = steady_malloc() if args.malloc == "steady" else "glibc malloc defaults"
+    if args.threads:
+        set_threads(args.threads)
+    if args.malloc == "steady" and (args.worker or args.memory_child):
+        steady_malloc()
     sys.path[:0] = [HERE, ROOT]
     if args.memory_child:
         return memory_child(args.clock)
+    if args.worker:
+        return worker(*args.worker, args)
     if args.device == "cuda":
         why = cuda_unavailable()
         if why:
             print(f"run.py --device cuda: skipped, {why}")
             return
-        import tinyunits
-        tinyunits.set_backend("cupy")
     import cases
     torch_version = None
     if cases.torch is not None and not args.no_torch:
-        cases.torch.set_num_threads(args.threads)
         if args.device == "cpu" or cases.torch.cuda.is_available():
             torch_version = cases.torch.__version__
-    if args.device == "cuda" and torch_version:
-        cases.DEVICE = "cuda"
-        cases.torch.backends.cuda.matmul.allow_tf32 = False
-        cases.torch.backends.cudnn.allow_tf32 = False
-    print_header(args, torch_version, malloc_note)
-    sync = synchronizer(args.device, torch_version)
+    print_header(args, torch_version)
     only = [o for o in args.only.split(",") if o]
-    for row_id, desc, builder, target in rows(cases):
+    for row_id, desc, _, target in rows(cases):
         if selected(row_id, only):
-            print_row(desc, target, run_row(row_id, builder, target, args, torch_version, sync))
+            print_row(desc, target, repeated_row(row_id, target, args, bool(torch_version)))
     if selected("M1", only):
         row = (run_memory_row(args) if args.device == "cpu" else
                dict(id="M1", note="not run with --device cuda (a host address-space limit)"))

@@ -13,13 +13,21 @@ W reshaped to `(out, in*k*k)` times the columns. Backward, with g = dL/dy as an
                                       its rows back where it read the input)
 
 These are the shapes a threaded BLAS splits well, and a GPU wants (few, large
-products). The column gradient is as large as the columns (85 MB for a 32-channel
-3x3 layer on 26x26 maps at batch 128), so it is made for one chunk of the batch
-at a time (about COLUMN_GRAD_ELEMENTS), and col2im adds it back while it is still
-in the cache: backward holds little more memory than forward. col2im and im2col's
-copy are elementwise passes, which NumPy runs on one core; they are split over
-the CPU threads the user set (tinyunits.threads), im2col over the batch and col2im
-over the input channels, each thread writing its own part.
+products). The columns are k*k times the input (85 MB for a 32-channel 3x3 layer
+on 26x26 maps at batch 128), so they are never held whole: both passes walk over
+chunks of the batch of about COLUMN_ELEMENTS columns' worth (4 MB of float32),
+each chunk's columns made in one reused buffer (tinyunits.buffers) while they are
+still in the cache, and backward makes them again from the input it kept instead
+of keeping them (a copy costs less than the memory traffic and page faults of
+holding them). dW adds up the chunks' products in chunk order. The column
+gradient is made per chunk too, and col2im adds it back at once. col2im and
+im2col's copy are elementwise passes, which NumPy runs on one core; they are
+split over the CPU threads (tinyunits.threads), im2col over the chunk's samples
+and col2im over the input channels, each thread writing its own part.
+
+Stride 1 has a faster path beside this reference (`WideColumns`, tested equal to
+it): a column for every input position, so that every tap's copy and every tap's
+add back is one contiguous run per chunk instead of Ho runs of Wo per image.
 
 Layout, for speed: the columns are `(C*k*k, B*Ho*Wo)`, so the copy that builds them
 reads the input along its rows, and the GEMM writes the output channel-major,
@@ -28,11 +36,14 @@ elementwise ops keep its layout, and the next im2col or backward reads it withou
 reordering. (Rows of `(B*Ho*Wo, C*k*k)` instead would cost transposing copies in
 im2col and in the input gradient, about 3x slower for a 32-channel layer.)
 """
-from .. import threads
+import contextlib
+
+from .. import buffers, threads
 from ..backend import get_array_module, sliding_window_view
 from ..function import Function
 
-COLUMN_GRAD_ELEMENTS = 2 ** 21  # 8 MB of float32 column gradient per chunk of the batch
+COLUMN_ELEMENTS = 2 ** 20  # columns per chunk of the batch: 4 MB of float32, cache-sized
+MIN_CHUNKS = 4  # so that a small layer's batch is shared out over the threads too
 
 
 def conv_output_size(n: int, k: int, stride: int, padding: int) -> int:
@@ -43,21 +54,19 @@ def chunks(n: int, size: int):
     return [slice(start, min(start + size, n)) for start in range(0, n, size)]
 
 
-def per_thread(n: int):
-    """n split into one slice per CPU thread (one slice when there is one thread)."""
-    return chunks(n, -(-n // threads.get_num_threads()))
-
-
-def im2col(x, k: int, stride: int):
-    """`(B, C, H, W) -> (C*k*k, B, Ho, Wo)`: one column per output position (a fresh array)."""
+def im2col(x, k: int, stride: int, out=None):
+    """`(B, C, H, W) -> (C*k*k, B, Ho, Wo)`: one column per output position, written
+    into `out` (a fresh array when None)."""
     windows = sliding_window_view(x, (k, k), axis=(2, 3))[:, :, ::stride, ::stride]
     B, C, Ho, Wo = windows.shape[:4]
-    cols = get_array_module(x).empty((C, k, k, B, Ho, Wo), dtype=x.dtype)
+    if out is None:
+        out = get_array_module(x).empty((C * k * k, B, Ho, Wo), dtype=x.dtype)
+    cols = out.reshape(C, k, k, B, Ho, Wo)
 
-    def copy(chunk):
-        cols[:, :, :, chunk] = windows[chunk].transpose(1, 4, 5, 0, 2, 3)
-    threads.run(copy, per_thread(B), like=x)
-    return cols.reshape(C * k * k, B, Ho, Wo)
+    def copy(part):
+        cols[:, :, :, part] = windows[part].transpose(1, 4, 5, 0, 2, 3)
+    threads.run(copy, threads.per_thread(B), like=x)
+    return out
 
 
 def col2im_add(gx, dcols, k: int, stride: int):
@@ -79,6 +88,110 @@ def unpad2d(x, padding: int):
     return x[:, :, padding:x.shape[2] - padding, padding:x.shape[3] - padding] if padding else x
 
 
+class Columns:
+    """im2col and col2im for one input, a chunk of the batch at a time (the reference).
+
+    A chunk's columns are `(C*k*k, n*per_sample)`: per_sample = Ho*Wo positions.
+    `output(cols_product, y, I)` and `grad(g, I)` move between that layout and the
+    (out, B, Ho, Wo) one of y and g: here they are the same.
+    """
+
+    def __init__(self, xpad, k: int, stride: int):
+        self.xpad, self.k, self.stride = xpad, k, stride
+        (self.B, self.C, H, W), self.xp = xpad.shape, get_array_module(xpad)
+        self.Ho, self.Wo = (H - k) // stride + 1, (W - k) // stride + 1
+        self.per_sample = self.Ho * self.Wo
+        self.rows = self.C * k * k
+
+    def chunks(self):
+        """Chunks of about COLUMN_ELEMENTS columns, and at least MIN_CHUNKS of them (the
+        threads share out chunks; a fixed count, so any thread count adds up dW alike)."""
+        size = min(COLUMN_ELEMENTS // (self.rows * self.per_sample), -(-self.B // MIN_CHUNKS))
+        return chunks(self.B, max(1, size))
+
+    def fill(self, cols, I):
+        """cols `(C*k*k, n*per_sample)` = the columns of the chunk I of the batch."""
+        im2col(self.xpad[I], self.k, self.stride,
+               out=cols.reshape(self.rows, -1, self.Ho, self.Wo))
+
+    def output(self, yI, y, I):
+        """y[:, I] = yI, the product of W and the chunk's columns (out, n*per_sample)."""
+        y[:, I] = yI.reshape(y[:, I].shape)
+
+    @contextlib.contextmanager
+    def grad(self, g, I):
+        """`with plan.grad(g, I) as gI:` g[:, I] (g: (out, B, Ho, Wo)) as the gradient of
+        the chunk's product (out, n*per_sample)."""
+        yield g[:, I].reshape(g.shape[0], -1)
+
+    def add_back(self, gx, dcols, I):
+        """gx `(C, B, H, W)` += col2im of dcols `(C*k*k, n*per_sample)`, the chunk I."""
+        dcols = dcols.reshape(self.C, self.k * self.k, -1, self.Ho, self.Wo)
+        threads.run(lambda c: col2im_add(gx[c, I], dcols[c], self.k, self.stride),
+                    threads.per_thread(self.C), like=dcols)
+
+
+class WideColumns(Columns):
+    """Stride 1, faster: a column for every position of the input image.
+
+    The column of position `m = h*W + w` of sample j reads tap (p, q) at
+    `x[c].flat[j*H*W + m + p*W + q]` (x channel-major): for each channel and tap, a
+    chunk's columns are ONE contiguous run of the input, and col2im's adds are one
+    run each too, instead of Ho runs of Wo per image. Only the columns with h < Ho
+    and w < Wo are real; the others mix the ends of two rows (or two images) and
+    are computed and dropped (y), and given a zero gradient (g), so they add
+    nothing to dW, and zeros to dx. The products are `H*W/(Ho*Wo)` longer (17% for
+    3x3 on 26x26). The same numbers as Columns in y and dx (each entry sums the
+    same terms in the same order) to the last bit, but for BLAS's blocking; dW adds
+    the dropped columns' zero terms too, so it agrees to rounding.
+    """
+
+    def __init__(self, xpad, k: int, stride: int):
+        super().__init__(xpad, k, stride)
+        self.H, self.W = xpad.shape[2:]
+        self.per_sample = self.H * self.W
+        self.flat = xpad.transpose(1, 0, 2, 3).reshape(self.C, -1)  # (C, B*H*W)
+
+    def _runs(self, I):
+        """(t, start, run): tap t's run for chunk I starts at flat index `start`; the last
+        chunk's runs stop at the input's end (past it, every column is dropped)."""
+        k, W, first, n = self.k, self.W, I.start * self.per_sample, (I.stop - I.start)
+        return [(p * k + q, first + p * W + q,
+                 min(n * self.per_sample, self.flat.shape[1] - first - p * W - q))
+                for p in range(k) for q in range(k)]
+
+    def fill(self, cols, I):
+        cols = cols.reshape(self.C, self.k * self.k, -1)
+
+        def copy(c):
+            for t, start, run in self._runs(I):
+                cols[c, t, :run] = self.flat[c, start:start + run]
+                cols[c, t, run:] = 0
+        threads.run(copy, threads.per_thread(self.C), like=cols)
+
+    def output(self, yI, y, I):
+        y[:, I] = yI.reshape(y.shape[0], -1, self.H, self.W)[:, :, :self.Ho, :self.Wo]
+
+    @contextlib.contextmanager
+    def grad(self, g, I):
+        with buffers.borrowed(self.xp, (g.shape[0], I.stop - I.start, self.H, self.W),
+                              g.dtype) as wide:
+            wide[...] = 0
+            wide[:, :, :self.Ho, :self.Wo] = g[:, I]
+            yield wide.reshape(g.shape[0], -1)
+
+    def add_back(self, gx, dcols, I):
+        dcols, gx = dcols.reshape(self.C, self.k * self.k, -1), gx.reshape(self.C, -1)
+        end = I.stop * self.per_sample  # the chunk's own images: another thread may add
+        # into the next chunk's; what a run would add past them is a dropped column's 0
+
+        def add(c):
+            for t, start, run in self._runs(I):
+                run = min(run, end - start)
+                gx[c, start:start + run] += dcols[c, t, :run]
+        threads.run(add, threads.per_thread(self.C), like=dcols)
+
+
 class Conv2d(Function):
     def __init__(self, stride=1, padding=0):
         self.stride, self.padding = stride, padding
@@ -92,32 +205,63 @@ class Conv2d(Function):
         if xpad.shape[2] < k or xpad.shape[3] < k:
             raise ValueError(f"conv2d: padded input {xpad.shape[2:]} is smaller than "
                              f"the {k}x{k} kernel")
-        self.W, self.xpad_shape = W, xpad.shape
-        self.cols = im2col(xpad, k, self.stride)  # (in*k*k, B, Ho, Wo)
-        y = W.reshape(W.shape[0], -1) @ self.cols.reshape(self.cols.shape[0], -1)
-        if b is not None:
-            y += b[:, None]
-        return y.reshape(W.shape[:1] + self.cols.shape[1:]).transpose(1, 0, 2, 3)
+        self.W, self.plan = W, (WideColumns if self.stride == 1 else Columns)(xpad, k, self.stride)
+        plan, xp, W2 = self.plan, get_array_module(x), W.reshape(W.shape[0], -1)
+        y = xp.empty((W.shape[0], x.shape[0], plan.Ho, plan.Wo), dtype=x.dtype)
+
+        def chunk(k, I, cols):
+            with buffers.borrowed(xp, (W.shape[0], cols.shape[1]), x.dtype) as yI:
+                plan.output(xp.matmul(W2, cols, out=yI), y, I)
+            if b is not None:  # while the chunk's outputs are in the cache
+                y[:, I] += b[:, None, None, None]
+        self._over_chunks(chunk)
+        return y.transpose(1, 0, 2, 3)
+
+    def _over_chunks(self, work):
+        """work(k, I, cols) for each chunk k of the batch: I its samples, cols `(C*k*k,
+        n*per_sample)` its columns, made in a buffer reused from chunk to chunk.
+
+        With several threads, each thread takes a run of chunks, products and all,
+        with BLAS on one thread meanwhile: one hand-off per pass. (Threads that meet
+        at every chunk, BLAS's and ours, wait for a core at every meeting on a machine
+        with other work: B2's step took seconds; and OpenBLAS on two threads spent 5x
+        the CPU time of one on lesson 1's small convolutions.)"""
+        plan, chunked = self.plan, self.plan.chunks()
+        size = plan.rows * (chunked[0].stop - chunked[0].start) * plan.per_sample
+
+        def run(ks):
+            with buffers.borrowed(plan.xp, (size,), plan.xpad.dtype) as buf:
+                for k in range(ks.start, ks.stop):
+                    I = chunked[k]
+                    cols = buf[:plan.rows * (I.stop - I.start) * plan.per_sample]
+                    cols = cols.reshape(plan.rows, -1)
+                    plan.fill(cols, I)
+                    work(k, I, cols)
+        pieces = threads.per_thread(len(chunked), elements=plan.rows * plan.per_sample * plan.B)
+        with threads.blas_serial(like=plan.xpad):
+            threads.run(run, pieces, like=plan.xpad)
 
     def backward(self, g):
-        W, cols = self.W, self.cols
+        W, plan = self.W, self.plan
         g = g.transpose(1, 0, 2, 3)  # (out, B, Ho, Wo), as the GEMM made it
-        g2 = g.reshape(W.shape[0], -1)
-        gW = (g2 @ cols.reshape(cols.shape[0], -1).T).reshape(W.shape)
-        return self._input_grad(g) if self.needs_grad(0) else None, gW, g2.sum(axis=1)
+        xp, W2 = get_array_module(g), W.reshape(W.shape[0], -1)
+        gx = xp.zeros((plan.C, plan.B) + plan.xpad.shape[2:],
+                      dtype=g.dtype) if self.needs_grad(0) else None  # channel-major, as y
+        parts = [None] * len(plan.chunks())  # each chunk's share of dW^T
 
-    def _input_grad(self, g):
-        """dcols = W^T g, then col2im, for one chunk of the batch at a time."""
-        W2, k, (B, C, H, Wd) = self.W.reshape(self.W.shape[0], -1), self.W.shape[2], self.xpad_shape
-        gx = get_array_module(g).zeros((C, B, H, Wd), dtype=g.dtype)  # channel-major, as y
-        for I in chunks(B, max(1, COLUMN_GRAD_ELEMENTS // self.cols[:, 0].size)):
-            gI = g[:, I]
-            dcols = (W2.T @ gI.reshape(gI.shape[0], -1)).reshape((C, k * k) + gI.shape[1:])
-
-            def add_back(c):
-                col2im_add(gx[c, I], dcols[c], k, self.stride)
-            threads.run(add_back, per_thread(C), like=g)
-        return unpad2d(gx.transpose(1, 0, 2, 3), self.padding)
+        def chunk(k, I, cols):
+            with plan.grad(g, I) as gI:
+                parts[k] = cols @ gI.T  # dW = g cols^T, as its transpose: the faster product
+                if gx is not None:
+                    with buffers.borrowed(xp, cols.shape, g.dtype) as dcols:
+                        plan.add_back(gx, xp.matmul(W2.T, gI, out=dcols), I)  # dcols = W^T g
+        self._over_chunks(chunk)
+        gWt = parts[0]
+        for part in parts[1:]:  # in chunk order, whichever thread made them
+            gWt += part
+        gW = xp.ascontiguousarray(gWt.T).reshape(W.shape)
+        gx = None if gx is None else unpad2d(gx.transpose(1, 0, 2, 3), self.padding)
+        return gx, gW, g.sum(axis=(1, 2, 3))
 
 
 def conv2d(x, W, b=None, stride=1, padding=0):

@@ -1,6 +1,7 @@
 """Elementwise functions and activations, each with its derivative beside it."""
 import math
 
+from .. import buffers, threads
 from ..backend import get_array_module
 from ..function import Function
 
@@ -34,12 +35,31 @@ class Abs(Function):
 
 
 class ReLU(Function):
+    """x * (x > 0) (so -0.0 for negative x, as TMAF's ReLU init gives), each thread
+    writing its share of the batch."""
+
     def forward(self, x):
-        self.mask = x > 0
-        return x * self.mask
+        xp = get_array_module(x)
+        y, self.mask = xp.empty_like(x), buffers.borrow_like(x, bool)  # x's layout
+
+        def part(x, y, mask):
+            xp.greater(x, 0, out=mask)
+            xp.multiply(x, mask, out=y)
+        threads.split(part, x, y, self.mask)
+        return y
 
     def backward(self, g):
-        return (g * self.mask,)
+        xp = get_array_module(g)
+        # g's layout (the cheaper pass when it is not x's); DAC's blocks pass g broadcast
+        # along their inputs
+        gx = xp.empty_like(g if g.shape == self.mask.shape else self.mask, dtype=g.dtype)
+        g = xp.broadcast_to(g, gx.shape)
+        threads.split(lambda g, mask, gx: xp.multiply(g, mask, out=gx), g, self.mask, gx)
+        return (gx,)
+
+    def release(self):
+        buffers.give_back(self.mask)  # backward has read it, for the last time
+        super().release()
 
 
 class LeakyReLU(Function):

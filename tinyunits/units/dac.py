@@ -56,7 +56,7 @@ post-activation are dropped) and `out*in - in` additions per input position.
 from __future__ import annotations
 
 from .. import _check as check
-from .. import threads
+from .. import buffers, threads
 from ..backend import block_elements, get_array_module
 from ..function import Function
 from ..nn import init
@@ -81,6 +81,23 @@ def _blocks(n_out: int, elements_per_unit: int, budget: int):
     return [slice(start, min(start + step, n_out)) for start in range(0, n_out, step)]
 
 
+def _borrow_z(B, x, I):
+    """z[i,b,j] = B[i,j] + x[b,j] for the block I of units, (c, b, in), in a buffer reused
+    from block to block and step to step (tinyunits.buffers): a block is a few MB, made
+    twice a step per block."""
+    z = buffers.borrow(get_array_module(x), (len(range(B.shape[0])[I]),) + x.shape, x.dtype)
+    return get_array_module(x).add(B[I, None, :], x, out=z)
+
+
+def _give_back(fn, *arrays):
+    """The block is done: its (c, b, in) arrays (z, and phi(z) and phi'(z) g, which phi's
+    Function made for this block alone) and what that Function kept are free; the
+    next block's z reuses them."""
+    fn.release()
+    for a in arrays:
+        buffers.give_back(a)
+
+
 # --------------------------------------------------------------------------- dense
 class DACLinearFn(Function):
     fused = False  # True when dac_cuda's kernels ran the forward (on a GPU)
@@ -97,9 +114,12 @@ class DACLinearFn(Function):
         y = xp.empty((x.shape[0], W.shape[0]), dtype=x.dtype)
 
         def block(I):
-            A, _ = phi(self.activation, B[I, None, :] + x)            # (c, b, in): phi(B[i,j] + x[b,j])
+            z = _borrow_z(B, x, I)
+            A, fn = phi(self.activation, z)                           # (c, b, in): phi(B[i,j] + x[b,j])
             y[:, I] = (A @ W[I, :, None])[:, :, 0].T                   # eq. (4): sum_j W[i,j] * A
-        threads.run(block, _blocks(W.shape[0], x.size, self.budget), like=x)
+            _give_back(fn, z, A)
+        with threads.blas_serial(like=x):
+            threads.run(block, _blocks(W.shape[0], x.size, self.budget), like=x)
         return y
 
     def backward(self, g):
@@ -115,7 +135,8 @@ class DACLinearFn(Function):
             """Writes gW[I] and gB[I]; returns gx, block I's share of dx (summed below,
             in block order, so that any number of threads gives the same numbers)."""
             gx = xp.zeros_like(x) if want[0] else None
-            A, fn = phi(self.activation, B[I, None, :] + x)           # recomputed per block
+            z = _borrow_z(B, x, I)
+            A, fn = phi(self.activation, z)                           # recomputed per block
             gT = g[:, I].T                                            # (c, b)
             if want[1]:
                 # BEGIN SOLUTION dac_dW
@@ -130,11 +151,13 @@ class DACLinearFn(Function):
                 # BEGIN SOLUTION dac_dx
                 gx += xp.einsum("cbj,cj->bj", M, W[I])                    # eq. (7): sum_i W * phi' * g
                 # END SOLUTION dac_dx
+            _give_back(fn, z, A, M)
             return gx
         gx = xp.zeros_like(x)
-        for share in threads.map(block, _blocks(W.shape[0], x.size, self.budget), like=x):
-            if want[0]:
-                gx += share
+        with threads.blas_serial(like=x):
+            for share in threads.map(block, _blocks(W.shape[0], x.size, self.budget), like=x):
+                if want[0]:
+                    gx += share
         return tuple(grad if wanted else None for grad, wanted in zip((gx, gW, gB), want))
 
 

@@ -62,7 +62,7 @@ from __future__ import annotations
 import math
 
 from .. import _check as check
-from .. import backend
+from .. import backend, threads
 from ..backend import get_array_module
 from ..function import Function
 from ..nn.module import Module, Parameter
@@ -83,20 +83,25 @@ def effective_sigma(sigma):
 
 
 def focus_coefficients(mu, sigma, m):
-    """(d, u) of eqs. (6)-(7), both (out, m): d[j,i] = p_i - mu_j and the focus u."""
+    """(d, u) of eqs. (6)-(7), both (out, m): d[j,i] = p_i - mu_j and the focus u.
+    Each row is its own neuron's: the rows are split over the CPU threads."""
     xp = get_array_module(mu)
     p = xp.linspace(0.0, 1.0, m, dtype=mu.dtype)
-    # fmin/fmax clip as clip does, but send a NaN mu to a valid index, so that NaN
-    # flows on to the loss (where fit stops) instead of an IndexError
-    nearest = p[xp.fmax(xp.fmin(xp.rint(mu * (m - 1)), m - 1), 0).astype("int64")]
-    d = p - mu[:, None]
-    # u is built in place, through phi: see the module docstring for why
-    u = d * d
-    xp.subtract(((nearest - mu) ** 2)[:, None], u, out=u)
-    u *= (0.5 / (sigma * sigma))[:, None]
-    xp.maximum(u, LOG_PHI_FLOOR, out=u)
-    xp.exp(u, out=u)  # phi, eq. (6), row-scaled
-    u *= math.sqrt(m) / xp.sqrt(rowdot(u, u))[:, None]  # eq. (7)
+    d, u = (xp.empty((mu.shape[0], m), dtype=mu.dtype) for _ in range(2))
+
+    def rows(d, u, mu, sigma):
+        # fmin/fmax clip as clip does, but send a NaN mu to a valid index, so that NaN
+        # flows on to the loss (where fit stops) instead of an IndexError
+        nearest = p[xp.fmax(xp.fmin(xp.rint(mu * (m - 1)), m - 1), 0).astype("int64")]
+        xp.subtract(p, mu[:, None], out=d)
+        # u is built in place, through phi: see the module docstring for why
+        xp.multiply(d, d, out=u)
+        xp.subtract(((nearest - mu) ** 2)[:, None], u, out=u)
+        u *= (0.5 / (sigma * sigma))[:, None]
+        xp.maximum(u, LOG_PHI_FLOOR, out=u)
+        xp.exp(u, out=u)  # phi, eq. (6), row-scaled
+        u *= math.sqrt(m) / xp.sqrt(rowdot(u, u))[:, None]  # eq. (7)
+    threads.split(rows, d, u, mu, sigma)
     return d, u
 
 
