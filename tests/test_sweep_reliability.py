@@ -284,7 +284,7 @@ def test_each_worker_gets_its_share_of_the_cores(monkeypatch):
     assert {sweep.worker_environ(w)["OPENBLAS_NUM_THREADS"] for w in (1, 2, 16)} == {"1"}
 
 
-def test_a_serial_sweep_pins_blas_when_threadpoolctl_is_there(tmp_path, monkeypatch):
+def test_every_trial_runs_blas_on_one_thread_through_threadpoolctl(tmp_path, monkeypatch):
     import contextlib
     import types
     calls = []
@@ -295,8 +295,8 @@ def test_a_serial_sweep_pins_blas_when_threadpoolctl_is_there(tmp_path, monkeypa
         yield
     monkeypatch.setitem(sys.modules, "threadpoolctl",
                         types.SimpleNamespace(threadpool_limits=threadpool_limits))
-    sweep.run("pin", square, [{"x": 2}], store=str(tmp_path / "s.sqlite"))
-    assert calls == [(1, "blas")]
+    sweep.run("pin", square, [{"x": 2}, {"x": 3}], store=str(tmp_path / "s.sqlite"))
+    assert calls == [(1, "blas")] * 2
 
 
 # --------------------------------------------------------------------------- results like the encoding

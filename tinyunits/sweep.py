@@ -45,8 +45,9 @@ Where the trials run:
   checkout on PYTHONPATH), and give the same numbers as ours when started with
   OMP_NUM_THREADS=1.
 
-A serial sweep runs BLAS on one thread too when threadpoolctl is installed; without
-it, on the threads this process has.
+Every trial runs with BLAS on one thread (one_blas_thread(), through threadpoolctl; a
+process without threadpoolctl keeps the BLAS threads it started with), so a serial run
+stores the numbers a worker would: run a direct call inside one_blas_thread() to compare.
 
 Dask is optional: ``pip install -e ".[cluster]"``. A trial function must live in
 an importable module (the lessons' live in lessons/trials/): Dask starts its
@@ -384,21 +385,38 @@ def library_version() -> str:
 
 
 # --------------------------------------------------------------------------- one attempt, on any worker
+@contextlib.contextmanager
+def one_blas_thread():
+    """BLAS on one thread inside the block, as every trial runs (OpenBLAS sums some
+    products in another order on 2 threads than on 1, so a stored result would depend on
+    the machine's cores). Needs threadpoolctl to change a running process's BLAS; without
+    it, BLAS keeps the threads it started with (OMP/OPENBLAS_NUM_THREADS)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
 def attempt(fn, settings, timeout=None):
     """Run fn(settings) -> (result JSON or None, traceback or None, seconds, worker, code).
 
     Runs where the trial runs, so the traceback is formatted there and the result
     is checked and encoded there: nothing but text comes back. code is fn's
     code_identity as this process sees it. fn gets a copy of the settings; a trial
-    that changes it anyway, or calls sys.exit, fails. With a timeout, the trial runs
-    in a child process that is killed past `timeout` seconds.
+    that changes it anyway, or calls sys.exit, fails. It runs with BLAS on one thread
+    (one_blas_thread). With a timeout, the trial runs in a child process that is killed
+    past `timeout` seconds.
     """
     if timeout is not None:
         return _attempt_in_child(fn, settings, timeout)
     start = time.perf_counter()
     given = copy.deepcopy(settings)
     try:
-        result = fn(given)
+        with one_blas_thread():
+            result = fn(given)
         _same_settings(settings, given)
         result, error = encode_result(result), None
     except (Exception, SystemExit):  # noqa: BLE001 - any failure of a trial is recorded
@@ -473,8 +491,9 @@ def _child():
 
 def worker_environ(workers):
     """The environment of each of `workers` worker processes on this machine: BLAS on one
-    thread (same numbers anywhere), tinyunits' own pieces on the worker's share of the
-    cores this process may use (the same numbers at any thread count)."""
+    thread (same numbers anywhere; attempt() holds it there with one_blas_thread even if
+    the library sets BLAS from TINYUNITS_NUM_THREADS), tinyunits' own pieces on the
+    worker's share of the cores this process may use (the same numbers at any count)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return dict(BLAS_THREADS, TINYUNITS_NUM_THREADS=str(max(1, (cores or 1) // workers)))
 
@@ -678,25 +697,11 @@ def _differences(old, new, where="result"):
 
 
 # --------------------------------------------------------------------------- executors
-@contextlib.contextmanager
-def _blas_on_one_thread():
-    """BLAS on one thread for a serial sweep, as on the workers, where threadpoolctl
-    can set it in a running process."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
-
-
 def _serial(fn, todo, report, timeout):
-    with _blas_on_one_thread():
-        for key, settings in todo.items():
-            for tries in range(1, TRIES + 1):
-                if report(key, *attempt(fn, settings, timeout), tries):
-                    break
+    for key, settings in todo.items():
+        for tries in range(1, TRIES + 1):
+            if report(key, *attempt(fn, settings, timeout), tries):
+                break
 
 
 @contextlib.contextmanager

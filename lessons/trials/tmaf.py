@@ -37,12 +37,14 @@ GRID = np.linspace(0, 1, 2001, dtype=np.float32)[:, None]  # where the oscillato
 # Lesson 3's sizes per mode, one entry per section (--full: the paper's sample counts).
 SIZES = {  # smooth: samples, epochs, seeds, widths; oscillatory: samples, epochs;
     # images: training and test images, epochs, width; cost: steps, repeats, width;
-    # replicates: seeds of the oscillatory and image runs in grids()
+    # replicates: seeds of the oscillatory and image runs in grids(). --full's runs take
+    # about 1 CPU-hour in all (a smooth run 5 s, an oscillatory one 15-45 s, an image run
+    # 60-160 s), so every grid has 5 seeds
     "tiny": dict(smooth=(256, 1, (0,), (4, 8)), oscillatory=(256, 2),
                  images=(512, 1000, 1, 32), cost=(2, 5, 64), replicates=1),
     "quick": dict(smooth=(2000, 30, (0, 1, 2), (4, 8, 16, 32)), oscillatory=(4000, 150),
                   images=(12000, 10000, 3, 128), cost=(20, 200, 800), replicates=1),
-    "full": dict(smooth=(20000, 100, (0, 1, 2), (4, 8, 16, 32)), oscillatory=(20000, 300),
+    "full": dict(smooth=(20000, 100, (0, 1, 2, 3, 4), (4, 8, 16, 32)), oscillatory=(20000, 300),
                  images=(60000, 10000, 20, 800), cost=(50, 500, 800), replicates=5),
 }
 
