@@ -207,8 +207,8 @@ def code_identity(fn) -> str:
     in a constant are followed too). Functions fn holds in a closure or a
     functools.partial are followed into their own modules (of a closure's other
     values only numbers, strings and tuples count: a list it fills is not code; keep
-    a module's caches in functools.lru_cache for the same reason). Not followed, only named:
-    the library (tinyunits), datasets.py, the standard library and installed
+    a module's caches in functools.lru_cache for the same reason). Not followed, only
+    named: the library (tinyunits), datasets.py, the standard library and installed
     packages, so that changing the library does not make every stored row stale.
     Sources are compared as syntax trees without docstrings, so comments, layout and
     docstrings do not count. A name looked up at run time (getattr, globals()[...])
@@ -223,7 +223,8 @@ def code_identity(fn) -> str:
 
 
 def _name(obj) -> str:
-    return f"{getattr(obj, '__module__', None)}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
+    qualname = getattr(obj, "__qualname__", type(obj).__qualname__)
+    return f"{getattr(obj, '__module__', None)}.{qualname}"
 
 
 @functools.lru_cache(maxsize=None)
@@ -863,8 +864,9 @@ def run(name, fn, trials, store="sweeps.sqlite", workers=None, scheduler=None, p
     if failed:
         last = next(iter(failed.values())).strip().splitlines()[-1]
         warnings.warn(f"sweep.run: {len(failed)} of {len(todo)} trials of {name!r} failed "
-                      f"{TRIES} times or timed out (first: {last}); their tracebacks are in {store}'s error column, and "
-                      f"a re-run tries them again", RuntimeWarning, stacklevel=2)
+                      f"{TRIES} times or timed out (first: {last}); their tracebacks are in "
+                      f"{store}'s error column, and a re-run tries them again", RuntimeWarning,
+                      stacklevel=2)
     other = {k for k in todo if k in done and done[k][1] != code and k not in failed}
     if other:  # a worker imported other code (its module changed during the sweep)
         warnings.warn(f"sweep.run: {len(other)} trials of {name!r} ran other code than "
