@@ -636,8 +636,9 @@ def adopt(name, fn, store="sweeps.sqlite", verify=3):
     before identities were kept, or by code since changed) that identity, after
     checking that fn still computes them.
 
-    verify: how many of them to compute again, in this process (an int: those that
-    took least time when stored), or the settings dicts of the ones to compute. Only
+    verify: how many of them to compute again, in this process (an int k: k rows spread
+    evenly from the one that took least time when stored to the median one, so that
+    runs of some length are among them), or the settings dicts of the ones. Only
     if every one comes out equal to its stored result, bit for bit, are all the rows
     stamped; otherwise nothing changes. -> {"checked": [{"settings", "equal",
     "seconds", "differences"}], "stamped": rows stamped, "code": the identity}.
@@ -659,7 +660,8 @@ def adopt(name, fn, store="sweeps.sqlite", verify=3):
                           "AND status = 'done' AND code IS NOT ? ORDER BY seconds, key",
                           (name, code)).fetchall()
         if isinstance(verify, int):
-            picked = rows[:verify]
+            spread = {round(i * (len(rows) // 2) / max(verify - 1, 1)) for i in range(verify)}
+            picked = [rows[i] for i in sorted(spread)] if rows else []
         else:
             by_key = {row[0]: row for row in rows}
             missing = [v for v in verify if trial_key(v) not in by_key]
