@@ -409,7 +409,7 @@ def attempt(fn, settings, timeout=None):
     code_identity as this process sees it. fn gets a copy of the settings; a trial
     that changes it anyway, or calls sys.exit, fails. It runs with BLAS on one thread
     (one_blas_thread). With a timeout, the trial runs in a child process that is killed
-    past `timeout` seconds.
+    past `timeout` seconds (it gets its settings through JSON: a tuple arrives as a list).
     """
     if timeout is not None:
         return _attempt_in_child(fn, settings, timeout)
@@ -533,7 +533,8 @@ def _open(store, where, write):
         columns = [row[1] for row in db.execute("PRAGMA table_info(trials)")]
         tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master")]
     except sqlite3.DatabaseError as e:
-        raise ValueError(f"{where}: {path!r} is not a sweep store ({e})") from None
+        raise ValueError(f"{where}: {path!r} is not a sweep store, or cannot be read ({e})") \
+            from None
     if not columns and tables or columns and not set(COLUMNS) <= set(columns):
         db.close()
         raise ValueError(f"{where}: {path!r} is not a sweep store: it holds the tables "
