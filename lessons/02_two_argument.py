@@ -50,8 +50,8 @@ import datasets
 import tinyunits as tu
 from tinyunits import nn
 from lessons.plots import two_argument as plots
-from lessons.trials.two_argument import (EPSILONS, HIDDEN, PAPER, SIZES, evaluate_f, images,
-                                         outer_mlp, session_trial)
+from lessons.trials.two_argument import (EPSILONS, HIDDEN, PAPER, ROBUST, SIZES, evaluate_f,
+                                         images, outer_mlp, session_trial)
 
 args, SIZE = setup("02_two_argument", "Lesson 2: two-argument activations (Kim et al. 2022)")
 S = dict(SIZES[SIZE])  # this mode's sizes (--full: those of the authors' code)
@@ -330,7 +330,14 @@ results.add("negative curvature, Xavier-random f", f"{sum(k < 0 for k in xavier)
 # add eps = 0.1. Each run attacked its session-III model on the first test images.
 
 # %%
-robust = {eps: {n: [r["pgd"][i] for r in runs[n]] for n in NAMES}
+if ROBUST[SIZE]:  # --full: the same runs with session III trained adversarially (Madry et al.)
+    robust_trials = [dict(t, **ROBUST[SIZE]) for t in trials]
+    attacked = {n: [] for n in NAMES}
+    for t, r in zip(robust_trials, grid("two_argument-robust", session_trial, robust_trials)):
+        attacked[t["n_args"]].append(r)
+else:  # the clean-trained runs
+    attacked = runs
+robust = {eps: {n: [r["pgd"][i] for r in attacked[n]] for n in NAMES}
           for i, eps in enumerate(EPSILONS)}  # eps -> n_args -> accuracy of each run
 increment = 100 * (np.mean(robust[0.3][2]) - np.mean(robust[0.3][0]))
 print(f"PGD-{S['attack_steps']} (AutoAttack is not available) on {S['attack_images']} test images:")

@@ -55,10 +55,16 @@ def swept_twice(fn, settings, store):
     return first[0], second[0], len(calls)
 
 
+def direct_call(fn, settings):
+    """fn(settings) as a sweep runs a trial: on a copy, BLAS on one thread."""
+    with sweep.one_blas_thread():
+        return fn(dict(settings))
+
+
 def check_through_sweep(fn, settings, tmp_path):
     """fn(settings) directly, then through a sweep twice: the same result each time, one
     computation in the sweep (the second run reads the store). -> the direct result."""
-    direct = fn(dict(settings))
+    direct = direct_call(fn, settings)
     first, second, calls = swept_twice(fn, settings, str(tmp_path / "s.sqlite"))
     assert calls == 1, f"{fn.__name__}: {calls} calls for one trial over two runs"
     assert_same(direct, first, f"{fn.__name__}, computed by the sweep")
@@ -255,7 +261,7 @@ def test_tmaf_image_trial_through_a_sweep_is_the_direct_call(tmaf_trials, tmp_pa
 ], ids=["hannet-map", "fc_abs-flip", "h_relu"])
 def test_hannet_board_trial_through_the_sweep_equals_a_direct_call(tmp_path, settings):
     from lessons.trials import hannet
-    direct = hannet.board_trial(dict(settings))
+    direct = direct_call(hannet.board_trial, settings)
     assert_same(direct, through_sweep(tmp_path, hannet.board_trial, settings))
     assert ("map" in direct) == bool(settings.get("map"))
 
@@ -282,7 +288,7 @@ def test_hannet_board_trial_names_an_unknown_net():
 def test_focusing_learning_to_focus_through_the_sweep_equals_a_direct_call(tmp_path):
     from lessons.trials import focusing
     settings = dict(side="left", seed=3, n=100, epochs=2)
-    direct = focusing.learning_to_focus(dict(settings))
+    direct = direct_call(focusing.learning_to_focus, settings)
     assert_same(direct, through_sweep(tmp_path, focusing.learning_to_focus, settings))
     assert direct["mu"].shape == direct["sigma"].shape == (3, 4)  # the start and each epoch
     assert direct["informative"].sum() == 20 and 0 <= direct["over"] <= 4
@@ -292,7 +298,7 @@ def test_focusing_fashion_trial_through_the_sweep_equals_a_direct_call(tmp_path)
     from lessons.trials import focusing
     settings = dict(kind="Focus-s", seed=1, n_train=256, n_test=128, hidden=8, epochs=2,
                     batch=64, prune=[0.0, 0.5, 2.0])
-    direct = focusing.fashion_trial(dict(settings))
+    direct = direct_call(focusing.fashion_trial, settings)
     assert_same(direct, through_sweep(tmp_path, focusing.fashion_trial, settings))
     assert len(direct["test_acc"]) == 2 and direct["sigma"].shape == (16,)
     sparsity = [s for s, _ in direct["pruned"]]

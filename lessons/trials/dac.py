@@ -14,6 +14,7 @@ The models and recipes are the ones lesson 1 describes; read them here. SIZES sa
 what each mode runs, PAPER what the paper claims (the closing table's reference column).
 """
 import functools
+import math
 
 import numpy as np  # host-side data and the hand-set parameters, as in lesson 1
 
@@ -29,18 +30,24 @@ from tinyunits.train import accuracy, evaluate, fit
 #   pl       (k, how many random PL_k, steps)
 #   mlp      (the baseline widths w, the rest of regression_trial's settings)
 #   vgg      vgg_trial's settings
+#   replicates  seeds of section 5's nets (mlp and vgg) in grids(): the paper averages 5
+# --full's VGG is the paper's 20/16 structure (19 convs, 16/32/64 kernels) on 50k images, 5
+# seeds, but on images average-pooled to 14 x 14 and for 15 epochs (the paper: 32 x 32 CIFAR,
+# 80k steps of 128, about 205 epochs). Measured CPU time per step of 128 at 28 x 28: baseline
+# 1.31 s, DAC 5.26 s (30 epochs x 5 seeds would be about 106 CPU-hours); at 14 x 14: 0.29 s
+# and 1.65 s, so 15 epochs x 5 seeds take about 16 CPU-hours (8 h on 2 cores).
 SIZES = {
     "tiny": dict(figure7=(2, 100), pl=(3, 1, 200), mlp=([8], dict(depth=2, epochs=2, batch=256, n_train=512)),
                  vgg=dict(stages=(4, 8), per_stage=(1, 1), n_train=256, n_val=128, n_test=256, epochs=1,
-                          batch=64, pool=2)),
+                          batch=64, pool=2), replicates=1),
     "quick": dict(figure7=(10, 600), pl=(4, 4, 3000),
                   mlp=([16, 32], dict(depth=3, epochs=30, batch=256, n_train=None)),
                   vgg=dict(stages=(8, 16, 32), per_stage=(1, 1, 1), n_train=6000, n_val=1000, n_test=2000,
-                           epochs=8, batch=64, pool=2)),
+                           epochs=8, batch=64, pool=2), replicates=1),
     "full": dict(figure7=(20, 2000), pl=(6, 10, 10000),
                  mlp=([25, 50, 100, 200], dict(depth=5, epochs=300, batch=1024, n_train=None)),
                  vgg=dict(stages=(16, 32, 64), per_stage=(7, 6, 6), n_train=50000, n_val=10000, n_test=10000,
-                          epochs=30, batch=128, pool=1))}
+                          epochs=15, batch=128, pool=2), replicates=5)}
 
 
 # What the paper claims, for lesson 1's closing "paper vs ours" table: the lesson adds
@@ -336,3 +343,38 @@ def vgg_trial(settings):
     return {"test_error": 100 * (1 - test_acc), "n_params": model.num_parameters(),
             "best_epoch": hist.best_epoch, "history": dict(hist)}
 
+
+
+# --------------------------------------------------------------------------- the lesson's grids
+def variants(w):
+    """(label, width, DAC?) of the four nets lesson 1 compares at baseline width w."""
+    return (("base w", w, False), ("DAC w/sqrt2", round(w / math.sqrt(2)), True),
+            ("base w*sqrt2", round(w * math.sqrt(2)), False), ("DAC w", w, True))
+
+
+def grids(mode):
+    """Lesson 1's grids in `mode`: the trials lesson 1 gives _lesson.grid, in the order it
+    runs them, and where the paper averages replicates (section 5's nets) the seeds
+    1 .. SIZES[mode]["replicates"] - 1 after lesson 1's seed 0 (lesson 1 reads seed 0;
+    the lessons' tables of stored rows read all). -> {sweep name: (trial function,
+    settings list)}. `python -m lessons.trials dac` runs the "full" ones into the store."""
+    sizes = SIZES[mode]
+    seeds, steps = sizes["figure7"]
+    k, n_pl, steps_pl = sizes["pl"]
+    widths, recipe = sizes["mlp"]
+    replicates = range(sizes["replicates"])
+    pl_models = (dict(model="dac"), dict(model="standard1"), dict(model="standard2", hidden=k),
+                 dict(model="standard2", hidden=(2 * k - 1) // 3))
+    return {
+        "dac-fig7a": (figure7a_trial, [dict(model=m, seed=seed, steps=steps)
+                                       for m in FIGURE_7A for seed in range(seeds)]),
+        "dac-fig7b": (figure7b_trial, [dict(model=m, seed=seed, steps=3 * steps)
+                                       for m in FIGURE_7B for seed in range(seeds)]),
+        "dac-plk": (pl_trial, [dict(m, k=k, seed=seed, steps=steps_pl)
+                               for m in pl_models for seed in range(n_pl)]),
+        "dac-widths": (regression_trial, [dict(recipe, width=width, dac=dac, seed=seed)
+                                          for seed in replicates for w in widths
+                                          for _, width, dac in variants(w)]),
+        "dac-vgg": (vgg_trial, [dict(sizes["vgg"], dac=dac, seed=seed)
+                                for seed in replicates for dac in (False, True)]),
+    }

@@ -290,3 +290,24 @@ def table(store):
                          f"{100 * (focus - dense).mean():+10.2f} pts  "
                          f"{int((focus > dense).sum())} of {len(sel)}")
     return "\n".join(lines)
+
+
+def grids(mode):
+    """Lesson 5's grids in `mode` (the random trials are paper_trials()): the trials lesson
+    5 gives _lesson.grid, in the order it runs them. -> {sweep name: (trial function,
+    settings list)}. `python -m lessons.trials focusing-fashion` runs the "full" ones
+    into the store that lesson 5's --full reads."""
+    sizes = SIZES[mode]
+    n_ltf, ltf_epochs, ltf_seeds = sizes["ltf"]
+    n_train, n_test, hidden, epochs, repeats = sizes["fashion"]
+    thresholds = np.concatenate([[0, 1e-7, 0.01, 0.05],
+                                 np.linspace(0.1, 1.5, sizes["prune"])]).tolist()
+    return {
+        "focusing-ltf": (learning_to_focus, [dict(side=side, seed=seed, n=n_ltf, epochs=ltf_epochs)
+                                             for side in ("left", "both")
+                                             for seed in range(ltf_seeds)]),
+        "focusing-fashion": (fashion_trial, [
+            dict(kind=kind, seed=repeat, n_train=n_train, n_test=n_test, hidden=hidden,
+                 epochs=epochs, batch=512, prune=thresholds if kind == "Focus-s" else [])
+            for kind in FASHION_NETS for repeat in range(repeats)]),
+    }

@@ -36,13 +36,16 @@ GRID = np.linspace(0, 1, 2001, dtype=np.float32)[:, None]  # where the oscillato
 
 # Lesson 3's sizes per mode, one entry per section (--full: the paper's sample counts).
 SIZES = {  # smooth: samples, epochs, seeds, widths; oscillatory: samples, epochs;
-    # images: training and test images, epochs, width; cost: steps, repeats, width
+    # images: training and test images, epochs, width; cost: steps, repeats, width;
+    # replicates: seeds of the oscillatory and image runs in grids(). --full's runs take
+    # about 1 CPU-hour in all (a smooth run 5 s, an oscillatory one 15-45 s, an image run
+    # 60-160 s), so every grid has 5 seeds
     "tiny": dict(smooth=(256, 1, (0,), (4, 8)), oscillatory=(256, 2),
-                 images=(512, 1000, 1, 32), cost=(2, 5, 64)),
+                 images=(512, 1000, 1, 32), cost=(2, 5, 64), replicates=1),
     "quick": dict(smooth=(2000, 30, (0, 1, 2), (4, 8, 16, 32)), oscillatory=(4000, 150),
-                  images=(12000, 10000, 3, 128), cost=(20, 200, 800)),
-    "full": dict(smooth=(20000, 100, (0, 1, 2), (4, 8, 16, 32)), oscillatory=(20000, 300),
-                 images=(60000, 10000, 20, 800), cost=(50, 500, 800)),
+                  images=(12000, 10000, 3, 128), cost=(20, 200, 800), replicates=1),
+    "full": dict(smooth=(20000, 100, (0, 1, 2, 3, 4), (4, 8, 16, 32)), oscillatory=(20000, 300),
+                 images=(60000, 10000, 20, 800), cost=(50, 500, 800), replicates=5),
 }
 
 # The paper's Table 3.1 (relative L2 error; 4 columns per depth, their settings lost) and
@@ -221,3 +224,30 @@ def step_cost(kinds, dataset, width, steps, repeats):
             "step_wall": {kind: 1000 * min(t) for kind, t in wall.items()},
             "activation_cpu": {kind: fastest_cpu_ms(lambda: layers[kind](z).backward(g), repeats)
                                for kind in kinds}}
+
+
+def grids(mode):
+    """Lesson 3's grids in `mode`: the trials lesson 3 gives _lesson.grid, in the order it
+    runs them, with the oscillatory and image runs also at the seeds 1 ..
+    SIZES[mode]["replicates"] - 1 after lesson 3's seed 0 (lesson 3 reads seed 0; the
+    lessons' tables of stored rows read all). -> {sweep name: (trial function, settings
+    list)}. `python -m lessons.trials tmaf` runs the "full" ones into the store."""
+    sizes = SIZES[mode]
+    n_smooth, smooth_epochs, seeds, widths = sizes["smooth"]
+    n_osc, osc_epochs = sizes["oscillatory"]
+    n_img, n_test, img_epochs, img_width = sizes["images"]
+    replicates = range(sizes["replicates"])
+    dataset = image_dataset()
+    return {
+        "tmaf-widths": (smooth_trial, [
+            dict(kind=kind, depth=depth, width=width, seed=seed, n=n_smooth, epochs=smooth_epochs)
+            for depth in (1, 2) for width in widths for kind in ("ReLU", "PReLU", "TMAF")
+            for seed in seeds]),
+        "tmaf-oscillatory": (oscillatory_trial, [
+            dict(kind=kind, seed=seed, n=n_osc, epochs=osc_epochs)
+            for seed in replicates for kind in ("ReLU", "PReLU", "TMAF", "tri-TMAF")]),
+        "tmaf-images": (image_trial, [
+            dict(dataset=dataset, kind=kind, depth=depth, width=img_width, seed=seed,
+                 n_train=n_img, n_test=n_test, epochs=img_epochs)
+            for seed in replicates for depth in (1, 2) for kind in ("ReLU", "TMAF")]),
+    }

@@ -1,0 +1,63 @@
+"""Each trial module's grids(mode) holds the trials its lesson gives _lesson.grid, so that
+`python -m lessons.trials <lesson>` fills the store with exactly the rows the lesson's
+--full reads. Each lesson runs in --tiny with _lesson.grid recording what it is asked."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from lessons.trials import dac, focusing, tmaf, two_argument  # noqa: E402
+from tinyunits import sweep  # noqa: E402
+
+LESSONS = {"01_dac": dac, "02_two_argument": two_argument, "03_tmaf": tmaf, "05_focusing": focusing}
+
+
+def asked(lesson, tmp_path):
+    """[(sweep name, trial function's name, settings list)] the lesson gives grid(), in order."""
+    log = tmp_path / "grids.json"
+    driver = tmp_path / "driver.py"
+    driver.write_text(textwrap.dedent(f"""
+        import json, runpy, sys
+        sys.path[:0] = [{ROOT!r}, {os.path.join(ROOT, "lessons")!r}]
+        import _lesson
+        asked, grid = [], _lesson.grid
+
+        def recording(name, fn, trials):
+            asked.append([name, fn.__module__ + "." + fn.__qualname__, trials])
+            return grid(name, fn, trials)
+        _lesson.grid = recording
+        path = {os.path.join(ROOT, "lessons", lesson + ".py")!r}
+        sys.argv = [path, "--tiny", "--out", {str(tmp_path)!r}]
+        runpy.run_path(path, run_name="__main__")
+        json.dump(asked, open({str(log)!r}, "w"))
+    """))
+    run = subprocess.run([sys.executable, str(driver)], capture_output=True, text=True,
+                         timeout=600, env=dict(os.environ, MPLBACKEND="Agg"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(log.read_text())
+
+
+@pytest.mark.parametrize("lesson", sorted(LESSONS))
+def test_grids_hold_what_the_lesson_asks_grid_for(lesson, tmp_path):
+    grids = LESSONS[lesson].grids("tiny")
+    seen = asked(lesson, tmp_path)
+    assert [name for name, *_ in seen] == list(grids)
+    for name, fn, trials in seen:
+        assert fn == f"{grids[name][0].__module__}.{grids[name][0].__qualname__}", name
+        assert [sweep.canonical(t) for t in trials] == \
+            [sweep.canonical(t) for t in grids[name][1]], name
+
+
+@pytest.mark.parametrize("module", sorted(LESSONS.values(), key=lambda m: m.__name__),
+                         ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_full_grids_name_each_trial_once_and_their_own_modules_functions(module):
+    for name, (fn, trials) in module.grids("full").items():
+        keys = [sweep.trial_key(t) for t in trials]
+        assert len(set(keys)) == len(keys), f"{name}: a trial twice"
+        assert fn.__module__ == module.__name__ and trials, name
