@@ -276,6 +276,20 @@ def test_timeout_sys_exit_and_mutation_on_dask_workers(tmp_path):
                        TINYUNITS_NUM_THREADS=share)
 
 
+def test_workers_get_their_share_whatever_this_process_has_set(tmp_path, monkeypatch):
+    """Dask lets the parent's own variables win over pre-spawn-environ: a user's
+    OMP_NUM_THREADS, or a count an earlier call left in os.environ, must not reach them."""
+    pytest.importorskip("distributed")
+    monkeypatch.setenv("TINYUNITS_NUM_THREADS", "7")
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    env = sweep.run("env", worker_threads, [{"i": 0}], store=str(tmp_path / "s.sqlite"),
+                    workers=2)[0]
+    share = str(max(1, len(os.sched_getaffinity(0)) // 2))
+    assert env == dict(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                       TINYUNITS_NUM_THREADS=share)
+    assert os.environ["TINYUNITS_NUM_THREADS"] == os.environ["OMP_NUM_THREADS"] == "7"
+
+
 def test_each_worker_gets_its_share_of_the_cores(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
     assert sweep.worker_environ(2)["TINYUNITS_NUM_THREADS"] == "4"

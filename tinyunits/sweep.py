@@ -727,6 +727,21 @@ def _script_hidden():
         main.__dict__.update(saved)
 
 
+@contextlib.contextmanager
+def _environ(values):
+    """os.environ with `values` set, as it was afterwards."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def _dask(fn, todo, report, workers, scheduler, timeout):
     try:
         import dask
@@ -740,8 +755,12 @@ def _dask(fn, todo, report, workers, scheduler, timeout):
             # Only these: Dask's default also sets MALLOC_TRIM_THRESHOLD_=65536, which
             # hands freed memory back to the OS at once, so every step pays page
             # faults again (lesson 5's random trials ran twice as slow with it).
-            stack.enter_context(dask.config.set(
-                {"distributed.nanny.pre-spawn-environ": worker_environ(workers)}))
+            environ = worker_environ(workers)
+            stack.enter_context(dask.config.set({"distributed.nanny.pre-spawn-environ": environ}))
+            # Dask lets this process's own variables win over that setting (a user's
+            # OMP_NUM_THREADS=8, or TINYUNITS_NUM_THREADS set by an earlier call): the
+            # workers must have theirs, so they are this process's while they spawn
+            stack.enter_context(_environ(environ))
             cluster = stack.enter_context(LocalCluster(
                 n_workers=workers, threads_per_worker=1, processes=True,
                 dashboard_address=":0", silence_logs=40))

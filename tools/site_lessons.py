@@ -100,9 +100,14 @@ def execute_all(mode, scripts=None, cache=CACHE, workers=None, log=print) -> lis
         # this), not every core each: kernels side by side would otherwise wait on
         # each other's threads; a count the user set wins
         share = max(1, len(os.sched_getaffinity(0)) // workers)
+        ours = "TINYUNITS_NUM_THREADS" not in os.environ  # kernels inherit the environment
         os.environ.setdefault("TINYUNITS_NUM_THREADS", str(share))
-        with ThreadPoolExecutor(workers) as pool:  # each kernel is a process of its own
-            list(pool.map(execute, stale, [mode] * len(stale), [cache] * len(stale)))
+        try:
+            with ThreadPoolExecutor(workers) as pool:  # each kernel is a process of its own
+                list(pool.map(execute, stale, [mode] * len(stale), [cache] * len(stale)))
+        finally:  # the share was for these kernels, not for whatever this process runs next
+            if ours:
+                del os.environ["TINYUNITS_NUM_THREADS"]
     return [cached(s, mode, cache) for s in scripts]
 
 
