@@ -42,6 +42,9 @@ needs_gxx = pytest.mark.skipif(GXX is None or not ON_NUMPY,
                                reason="the CPU emulation of CUDA needs g++; runs on the NumPy backend")
 needs_gpu = pytest.mark.skipif(backend.get_backend() != "cupy",
                                reason="runs on the CuPy backend (TINYUNITS_BACKEND=cupy)")
+# the CuPy backend puts every new tensor on the device: no host arrays to send to a layer
+off_gpu = pytest.mark.skipif(backend.get_backend() == "cupy",
+                             reason="host arrays: runs on the NumPy and strict backends")
 
 # (batch, n_in, n_out): one tile exactly, then sizes that leave partial tiles everywhere
 DENSE = [(16, 16, 16), (37, 45, 21), (1, 1, 1), (33, 17, 3)]
@@ -319,6 +322,7 @@ def test_emulator_refuses_arguments_a_gpu_would_misread(emulator):
 
 
 # --------------------------------------------------------------------------- off a GPU
+@off_gpu
 def test_host_arrays_take_the_numpy_path(rng):
     x, W, B = (backend.asarray(rng.normal(size=(3, 4))) for _ in range(3))
     assert not dac_cuda.handles(x, W, B, out_shape=(3, 3))
