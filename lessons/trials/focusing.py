@@ -273,8 +273,9 @@ def table(store):
     -> lines of text: per kind of set, n, mean focus and dense accuracy, mean
     focus - dense in points, and in how many sets the focused net won.
     """
-    from tinyunits import sweep
-    rows = [r["result"] for r in sweep.load(SWEEP, store) if r["status"] == "done"]
+    from lessons.trials import current_rows, stale_line
+    current, stale = current_rows(SWEEP, store, TRIAL)
+    rows = [r["result"] for r in current]
     lines = [f"{'sets':<7}{'n':>5}{'focus':>8}{'dense':>8}{'focus-dense':>13}  focus better"]
     for label, noisy in (("noisy", True), ("clean", False)):
         sel = [r for r in rows if r["noisy"] == noisy]
@@ -283,7 +284,7 @@ def table(store):
             lines.append(f"{label:<7}{len(sel):>5}{focus.mean():8.1%}{dense.mean():8.1%}"
                          f"{100 * (focus - dense).mean():+10.2f} pts  "
                          f"{int((focus > dense).sum())} of {len(sel)}")
-    return "\n".join(lines)
+    return "\n".join(lines + [stale_line(stale, TRIAL)]).rstrip()
 
 
 def grids(mode):
