@@ -24,6 +24,18 @@ def evidence(stored, quick):
     return (stored, "store") if stored is not None else (quick, "this run")
 
 
+# Lesson 4, Figure 4: the checkerboard's test accuracies.
+HANNET_REACHES = 0.97  # the HanNet reproduces the paper's 99.5 % at this accuracy or above
+FCNET_BAND = 0.04  # the FCNet reproduces the paper's 85.2 % within this of it
+BOARD_RULE = {"hannet": f"test accuracy >= {HANNET_REACHES:.0%}",
+              "fcnet": f"test accuracy within {100 * FCNET_BAND:g} points of 85.2 %"}
+
+
+def reaches_paper(net, accuracy) -> bool:
+    """Figure 4's claim for `net` ("hannet" or "fcnet") at a test accuracy (a fraction)."""
+    return accuracy >= HANNET_REACHES if net == "hannet" else abs(accuracy - 0.852) < FCNET_BAND
+
+
 # Lesson 5, section 2: a focus "learned" the informative inputs if it *moved* onto them.
 def moved_onto(start, end, lo, hi) -> tuple:
     """Of the foci whose centre started outside [lo, hi], how many ended inside it.

@@ -62,8 +62,7 @@ _FEW_SAMPLES = ("{v3[1]} parameter samples per depth where the paper draws 3000,
                 "{v3[0]} x {v3[0]} grid: a geometric mean over few samples misses rare "
                 "collapses (one collapsed sample makes it 0)")
 _ONE_RUN = ("one run from seed 0 at the learning rates {board[1]} (HanNet) and {board[2]} "
-            "(FCNet), where the paper reports the best of its learning-rate sweep; --full's rows "
-            "over seeds 0-9 give the spread")
+            "(FCNet), where the paper reports the best of its learning-rate sweep; {measured}")
 _MIXER = ("a 32-channel patch model on Fashion-MNIST, {mixer[2]} epochs on {mixer[0]} images, not "
           "the paper's CIFAR, STL-10 and ImageNet-32 with a convolutional stem; the paper notes "
           "that Han-Mixers alone cannot always bring enough parameters")
