@@ -24,6 +24,21 @@ def evidence(stored, quick):
     return (stored, "store") if stored is not None else (quick, "this run")
 
 
+def counts(groups, labels):
+    """(successes of each label..., runs per label) from the store's groups of 0/1 outcomes
+    ({label: values}, as _lesson.stored returns them) when they hold every label with
+    as many runs each; else None (the verdict then reads this run's counts)."""
+    if any(label not in groups for label in labels):
+        return None
+    runs = {len(groups[label]) for label in labels}
+    return (*(int(sum(groups[label])) for label in labels), runs.pop()) if len(runs) == 1 else None
+
+
+# Lesson 1, Theorem C.1: a trained fit of a PL_k is "exact" below this error (MSE divided by
+# the MSE of the best straight line).
+EXACT_FIT = 1e-3
+
+
 # Lesson 4, Figure 4: the checkerboard's test accuracies.
 HANNET_REACHES = 0.97  # the HanNet reproduces the paper's 99.5 % at this accuracy or above
 FCNET_BAND = 0.04  # the FCNet reproduces the paper's 85.2 % within this of it
