@@ -39,6 +39,11 @@ def counts(groups, labels):
 EXACT_FIT = 1e-3
 
 
+# Lesson 2: session I fits the random map, and f takes its shape early (Figure 5).
+FIT_R2 = 0.9  # a session I fit "fits" the map above this R^2
+SETTLED = 0.9  # f has "settled" when its correlation with the final f is above this
+
+
 # Lesson 4, Figure 4: the checkerboard's test accuracies.
 HANNET_REACHES = 0.97  # the HanNet reproduces the paper's 99.5 % at this accuracy or above
 FCNET_BAND = 0.04  # the FCNet reproduces the paper's 85.2 % within this of it
