@@ -36,7 +36,7 @@ import numpy as np  # host-side data, tables and plots
 
 import datasets
 import tinyunits as tu
-from tinyunits import nn, ops, plot
+from tinyunits import nn, ops, optim, plot
 from lessons import verdicts
 from lessons.plots import tmaf as plots
 from lessons.trials import tmaf as trials
@@ -92,16 +92,34 @@ print(f"A(x) =\n{np.round(A, 2)}\nmax |A(x) x - layer(x)| = {gap:.1e}")
 results.add("tri-diagonal layer = A(x) x", f"max diff {gap:.0e}", gap < 1e-6)
 
 # %% [markdown]
-# The backward pass is written by hand (tinyunits/units/tmaf.py): the input
-# gradient is g times the piecewise slope, and the gradient of level t[i, k] is
-# the sum of g_i x_i over the elements that fell in interval k (one bincount).
+# The backward pass is written by hand (tinyunits/units/tmaf.py). With
+# g = dL/dsigma and b_i = bin(x_i) (labels as in docs/papers/tmaf.md):
+#
+#     diagonal:       dL/dx_i    = g_i t[i, b_i]                                   (B1)
+#                     dL/dt[i,k] = sum of g_i x_i over the elements with b_i = k   (B2)
+#     tri-diagonal:   dL/dx_i    = g_i t[i, b_i] + g_{i+1} l[i+1, b_{i+1}]
+#                                                + g_{i-1} u[i-1, b_{i-1}]         (B3)
+#                     dL/dl[i,k], dL/dt[i,k], dL/du[i,k]: (B2) with x_{i-1}, x_i,
+#                     x_{i+1} in place of x_i, the bin always that of x_i         (B4)
+#
+# (B3) has three terms because x_i enters three outputs: its own (through t),
+# the next one's (through l, which multiplies x_{i-1} there) and the previous
+# one's (through u). Each sum of (B2) and (B4) is one bincount over the flat
+# index i (K + 1) + b_i.
+#
+# **Your turn.** Two exercises, in tinyunits/units/tmaf.py: `tmaf_levels` sets
+# `dlevels` (B2) in `DiagonalTMAFFn.backward`, `tmaf_tridiagonal` sets
+# `dlower`, `dlevels`, `dupper` (B4) in `TridiagonalTMAFFn.backward`; (B1) and
+# (B3) are written there already. At the stub `g` is dL/dsigma, shaped like the
+# input; `self.x` (and `self.x_prev`, `self.x_next`: x_{i-1}, x_{i+1}, zero at the
+# ends) the input; `self.index` each element's flat index i (K + 1) + b_i; and
+# `self.shape` the levels' shape (C, K + 1). `_accumulate(index, weights, shape)`
+# sums weights per flat index into an array of that shape. Grade them with
+# `python -m tinyunits.course grade --only tmaf_levels tmaf_tridiagonal`; the
+# next cell checks the tri-diagonal layer, so it needs your code.
+#
 # A numerical check in float64, with inputs kept 0.1 away from the breakpoints
 # (the function jumps there):
-#
-# **Your turn.** The exercise `tmaf_levels` asks you to write the levels'
-# gradient of the diagonal TMAF, `tmaf_tridiagonal` those of lower, levels and
-# upper (the bin is always that of x_i); grade them with
-# `python -m tinyunits.course grade --only tmaf_levels tmaf_tridiagonal`.
 
 # %%
 rng = np.random.default_rng(0)
@@ -205,6 +223,43 @@ runs = grid("tmaf-widths", trials.smooth_trial,
                   epochs=smooth_epochs)
              for depth, width in columns for kind in smooth_kinds for seed in seeds])
 errors = np.array([run["error"] for run in runs]).reshape(len(columns), len(smooth_kinds), -1)
+
+# %% [markdown]
+# Each of these runs is `trials.smooth_trial`, which trains through
+# `tinyunits.train.fit`. Here is the first one (ReLU, one hidden layer of the
+# narrowest width, seed 0) with fit's loop written out: each epoch visits the
+# samples in a fresh order drawn from the seed, in batches of 64; each batch
+# runs forward, takes the mean squared error, clears the old gradients, runs
+# backward and lets Adam step; after each epoch the scheduler cuts the rate on
+# its schedule. It gives the grid's error to the last bit.
+
+# %%
+def train_by_hand(model, x, y, epochs, seed, batch=64):
+    """trials.train_regression with fit's loop written out."""
+    opt = optim.Adam(model.parameters(), lr=0.01)
+    sched = optim.StepLR(opt, step_size=max(epochs // 3, 1), gamma=0.3)
+    rng = np.random.default_rng(seed)  # fit draws each epoch's order from its seed
+    for _ in range(epochs):
+        order = rng.permutation(len(x))
+        for start in range(0, len(x), batch):
+            rows = order[start:start + batch]
+            loss = nn.functional.mse_loss(model(tu.tensor(x[rows])), tu.tensor(y[rows, None]))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        sched.step()
+    return model
+
+
+x_fit, y_fit = datasets.tmaf_smooth_target(n_smooth, seed=0)
+x_new, y_new = datasets.tmaf_smooth_target(2000, seed=1)  # fresh points to measure on
+first = trials.mlp(2, widths[0], 1, 1, trials.activation("ReLU", trials.SMOOTH_BREAKPOINTS), seed=0)
+train_by_hand(first, x_fit, y_fit, smooth_epochs, seed=0)
+by_hand = trials.relative_error(trials.predict(first, x_new)[:, 0], y_new)
+print(f"1x{widths[0]} ReLU, seed 0: error {by_hand:.6f} by hand, {runs[0]['error']:.6f} in the "
+      f"grid; the same: {by_hand == runs[0]['error']}")
+
+# %%
 smooth = dict(zip(smooth_kinds, np.median(errors, axis=2).T.tolist()))  # kind -> one per column
 print(plots.table_31(columns, trials.PAPER_T31, smooth))
 figure(plots.smooth_errors(columns, smooth), "smooth_errors.png")

@@ -78,16 +78,26 @@ results = Results("paper", claims=focus_trials.PAPER, settings=S)  # the closing
 #     d u / d theta = (sqrt(m) / ||phi||) (phi' - phi (phi . phi') / ||phi||^2)
 #
 # i.e. phi' with its component along phi removed: moving or widening the focus
-# cannot change the total norm of u. Backward (as in the author's code) is the transpose of
-# this: dL/dphi = (sqrt(m)/||phi||)(dL/du - phi (dL/du . phi)/||phi||^2), then eq. (8)
-# (the author's code does the same; the paper prints eq. (8) alone).
-# The layer's backward multiplies it out: with q_i = K_i dL/dK_i (what growing
-# connection i would do to the loss), Q = sum_i q_i and w_i = u_i^2 / m (the
-# share of the norm that input i holds, summing to 1),
+# cannot change the total norm of u. Backward (as in the author's code) is the
+# transpose of this: dL/dphi = (sqrt(m)/||phi||)(dL/du - phi (dL/du . phi)/||phi||^2),
+# then eq. (8) (the paper prints eq. (8) alone).
 #
-#     dL/dmu = sum_i (q_i - w_i Q) (p_i - mu) / sigma^2
+# The layer's backward multiplies it out. Its forward forms the focused weights
+# K_i = w_i u_i (one row per neuron; section 5 prunes them) and y = x K^T + b, so
+# the loss reaches u only through K: dL/du_i = w_i dL/dK_i. Write, for one neuron,
 #
-# so the focus slides toward the inputs that would help more than their share.
+#     d_i = p_i - mu                 (where input i sits, seen from the focus)
+#     q_i = K_i dL/dK_i              (what growing connection i would do to the loss)
+#     Q   = sum_i q_i
+#     a_i = u_i^2 / m                (the share of the norm that input i holds; sum 1)
+#
+# Then the two gradients, the normaliser's term included, are
+#
+#     dL/dmu    = sum_i (q_i - a_i Q) d_i   / sigma^2
+#     dL/dsigma = sum_i (q_i - a_i Q) d_i^2 / sigma^3
+#
+# so the focus slides toward the inputs that would help more than their share,
+# and widens when the helpful inputs lie far from mu.
 # Below: the closed forms against central differences of the layer's own u.
 
 # %%
@@ -141,6 +151,17 @@ figure(plots.focus_function(p, shapes, derivatives, mu, sigma), "focus_function.
 # mu and sigma are wrong by tens of percent (tinyunits/checks/focus.py checks
 # narrow and edge foci, where it matters most).
 #
+# **Your turn** (before the next cell, which needs your code). Two exercises
+# ask for the gradients above, in `FocusingLinearFn.backward`
+# (tinyunits/units/focus.py): `focus_dmu` sets `gmu`, `focus_dsigma` sets
+# `gsigma`, each one number per neuron. At the stub, for every neuron j (rows)
+# and input i (columns): `d[j, i]` = d_i, `u` = u, `s` = sigma, `m` = m,
+# `ud` = u * d, `Q[j]` = Q; and `q[j, i]` = q_i d_i: q **already includes d**,
+# so sum_i q_i d_i / sigma^2 is `q.sum(axis=1) / (s * s)`. `rowdot(a, b)` sums
+# a * b over each row. Grade them with
+# `python -m tinyunits.course grade --only focus_dmu focus_dsigma`; every later
+# section trains mu and sigma through them.
+#
 # The same derivatives, inside the layer's hand-written backward, against the
 # numerical gradients of every parameter (float64, every element):
 
@@ -156,10 +177,6 @@ results.add("eq. (8) + normaliser vs finite differences", f"max rel err: du {wor
             f"{max(r.max_rel for r in report.rows):.1e}", report.ok and worst < 1e-6)
 
 # %% [markdown]
-# **Your turn.** The exercises `focus_dmu` and `focus_dsigma` ask for dL/dmu and
-# dL/dsigma through the normaliser, as derived above. Grade them with
-# `python -m tinyunits.course grade --only focus_dmu focus_dsigma`.
-#
 # ## 2. Learning to focus (Figure 2)
 #
 # A 2-class set of Gaussian blobs in 20 informative features, with 20 noise
