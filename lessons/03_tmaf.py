@@ -504,9 +504,11 @@ for kind in ("TMAF", "tri-TMAF"):
 # above. Remember what "reproduced" can mean here: the paper's targets,
 # breakpoints, widths and epochs are lost, so a row is "yes" when the
 # *comparison* the paper draws (which activation is better, roughly by how
-# much) holds on our setting. Optimiser in every row: Adam, not the paper's SGD
-# (see section 3). Under the table, the likely reason for each row that does not
-# (fully) hold; the paper's numbers and those reasons are `PAPER` in
+# much) holds on our setting, by the rule printed beside it (lessons/verdicts.py;
+# where the store holds a sweep's paper-scale rows whole, the rule reads them).
+# Optimiser in every row: Adam, not the paper's SGD (see section 3). Under the
+# table, what was measured for each row that does not (fully) hold; the paper's
+# numbers and those reasons are `PAPER` in
 # lessons/trials/tmaf.py.
 
 # %%

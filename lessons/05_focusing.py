@@ -496,11 +496,12 @@ results.add("training step time, focus / dense", f"{ratio:.2f}x (CPU, batch {tim
 #   over the noise (the paper saw neurons "jammed in noisy input regions" too).
 #   Counted from where they started, the rows say how often it happens over
 #   the seeds.
-# - Random trials: far fewer draws than the paper's 750, from a reduced Table 1
-#   grid, with the author's notebook settings where Table 1 is silent. A few
-#   clean draws say little, and the smallest nets can swing the mean: with nL = 4
-#   inputs a focus of sigma 0.15 over inputs 1/3 apart sees mostly one of them
-#   (section 3 prints each clean draw's gap with its nL and hidden width).
+# - Random trials: this run draws far fewer sets than the paper's 750, from a
+#   reduced Table 1 grid, with the author's notebook settings where Table 1 is
+#   silent; the verdicts read the store's 750 draws when it holds them. A few
+#   clean draws say little, and the smallest nets can swing their mean: with
+#   nL = 4 inputs a focus of sigma 0.15 over inputs 1/3 apart sees mostly one of
+#   them (section 3 prints each clean draw's gap with its nL and hidden width).
 #   Scoring by the best test accuracy over the epochs, as the notebook does,
 #   flatters both nets alike.
 # - Fashion-MNIST in --quick mode trains fewer images, a narrower net and far

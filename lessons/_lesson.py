@@ -6,15 +6,18 @@
     results = Results("paper")           # the closing "paper vs ours" table
     ...
     results.append((what, paper, ours, reproduced))
-    results.add(what, ours, reproduced)  # with Results("paper", claims=PAPER): paper, reason
+    results.add(what, ours, reproduced, rule=...)  # with Results("paper", claims=PAPER)
     results.show()
     runs = grid("tmaf-widths", tmaf.width_trial, [dict(width=w, seed=s) for ...])
+    held = stored(tmaf, "tmaf-widths", by, value, paper)  # the store's paper-scale rows
 
 SIZE is "tiny" (seconds: the test suite's smoke run), "quick" (the default, a few
 minutes on 2 cores) or "full" (the paper's settings). The flags --tiny/--quick/--full
 choose it; with none, the environment variable TINYUNITS_LESSON_MODE does (notebooks
 use the variable). Figures go to args.out. A grid of independent runs goes through
-grid(): in --full it is a tinyunits.sweep (resumable, spread by --workers N).
+grid(): in --full it is a tinyunits.sweep (resumable, spread by --workers N); stored()
+prints, in every mode, what the store holds of the --full grid, and returns the groups
+a verdict may read (lessons/verdicts.py holds the verdicts' rules).
 
 Importing this module also
 - puts the checkout on sys.path (datasets.py and tinyunits from this checkout), and
