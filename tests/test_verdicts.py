@@ -146,3 +146,14 @@ def test_stored_rows_without_a_store_say_nothing_is_run(tmp_path, monkeypatch, c
                                    paper_trials=lambda: [dict(x=1), dict(x=2)])
     assert _lesson.stored(module, "toy", lambda s: "all", lambda r: r["y"]) == {}
     assert capsys.readouterr().out.splitlines()[-1].endswith("not run yet (0 of 2 trials)")
+
+
+def test_a_rows_reason_cites_what_was_measured_and_its_rule_is_printed(capsys):
+    results = _lesson.Results("paper", claims={"gap": ("+6.0", "{measured}; run of {epochs}")},
+                              settings=dict(epochs=3))
+    results.add("gap", "+0.40", "NO", rule="above 2 standard errors", measured="0.9 se")
+    assert capsys.readouterr().out.strip() == "gap: ours +0.40, paper +6.0 -> NO (rule: above 2 " \
+                                              "standard errors)"
+    results.show()
+    assert "not reproduced: gap: 0.9 se; run of 3 (rule: above 2 standard errors)" in \
+        capsys.readouterr().out
