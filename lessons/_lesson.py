@@ -122,7 +122,7 @@ def store_table(rows, trials, by, value, paper, fmt):
     """stored()'s table from rows (sweep.load with fn: each row says whether it is
     stale) -> (lines, {label: values of the groups held whole and current})."""
     from tinyunits import sweep
-    wanted, groups = {}, {}
+    wanted, groups, seconds = {}, {}, 0.0
     for settings in trials:
         label = by(settings)
         if label is None:  # a trial this table leaves out
@@ -136,6 +136,7 @@ def store_table(rows, trials, by, value, paper, fmt):
                 groups[label]["stale"] += 1
             else:
                 groups[label]["current"].append(value(row["result"]))
+                seconds += row["seconds"] or 0.0
     width = max(len(str(label)) for label in groups) + 2
     lines = [f"{'':<{width}}{'n':>4}  {'mean +- std':<22}{'min - max':<22}paper"]
     whole = {}
@@ -155,6 +156,9 @@ def store_table(rows, trials, by, value, paper, fmt):
                          f"than the trial function's now ({n} current); not shown")
         else:
             lines.append(f"{head}not run yet ({n} of {expected} trials)")
+    held = sum(len(g["current"]) for g in groups.values())
+    lines.append(f"({held} of {len(wanted)} trials stored from the current code: "
+                 f"{seconds / 3600:.2f} h of trial time)")
     return lines, whole
 
 

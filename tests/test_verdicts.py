@@ -133,7 +133,8 @@ def test_stored_rows_print_whole_groups_stale_ones_and_ones_not_run(tmp_path, mo
                            {"a": "4.5 (paper)"}, "{:.2f}", "y")
     lines = capsys.readouterr().out.splitlines()
     assert whole == {"a": [1, 8]}
-    row = {line.split()[0]: line for line in lines[2:]}
+    row = {line.split()[0]: line for line in lines[2:-1]}
+    assert lines[-1].startswith("(3 of 8 trials stored from the current code: ")
     assert row["a"].split() == ["a", "2", "4.50", "+-", "4.95", "1.00", "-", "8.00", "4.5", "(paper)"]
     assert "STALE: 2 of 2 rows" in row["b"] and "4.50" not in row["b"]
     assert row["c"].endswith("not run yet (0 of 2 trials)")
@@ -145,7 +146,7 @@ def test_stored_rows_without_a_store_say_nothing_is_run(tmp_path, monkeypatch, c
     module = types.SimpleNamespace(TRIAL=cube_trial, SWEEP="toy",
                                    paper_trials=lambda: [dict(x=1), dict(x=2)])
     assert _lesson.stored(module, "toy", lambda s: "all", lambda r: r["y"]) == {}
-    assert capsys.readouterr().out.splitlines()[-1].endswith("not run yet (0 of 2 trials)")
+    assert capsys.readouterr().out.splitlines()[-2].endswith("not run yet (0 of 2 trials)")
 
 
 def test_a_rows_reason_cites_what_was_measured_and_its_rule_is_printed(capsys):

@@ -81,7 +81,7 @@ PAPER = {
     "sparsity, acc still >= dense": ("> 70 % (MNIST)", "{measured}"),
     "training step time, focus / dense": (
         "1.15-1.3x (GPU)", "a CPU, not the paper's GPU; on a shared machine the ratio moves with "
-        "the load (median ratio {median:.2f}x)"),
+        "the load ({measured})"),
 }
 
 
