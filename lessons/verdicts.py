@@ -44,6 +44,20 @@ FIT_R2 = 0.9  # a session I fit "fits" the map above this R^2
 SETTLED = 0.9  # f has "settled" when its correlation with the final f is above this
 
 
+# Lesson 4: the landscapes (Fig. 1), V3 (Fig. 2), C and G (Fig. 6), Prop. 1 and 3, Table 8,
+# D.3 and the Han-Mixer (Table 2).
+COLLAPSED = 1e-3  # a landscape whose range is below this share of its max is constant
+ALIVE = 1e-2  # one whose range is above this share still has peaks and valleys
+RELU_PEAK = (9, 24)  # depths around the paper's L ~ 16 where ReLU's V3 may peak
+C_BELOW_G = 0.1  # "C ~ 100x smaller than G": the median C / G below this
+ABS_OVER_RELU = 1000  # "> 1000x": ABS's C over ReLU's
+ROUNDING = 1e-8  # float64 rounding: an exact identity holds within this
+WITHIN_SE = 4  # a simulation agrees with a probability within this many standard errors
+AR_FACTOR = 10  # "34-42 % vs 0.6-2.3 %": the HanNet's AR at least this multiple
+FLIP_MARGIN = 0.05  # D.3: the HanNet above the FCNet by more than this (95.2 vs 86.5 %)
+SIMILAR_ACC = 0.005  # "similar": an accuracy at most this below the other's
+
+
 # Lesson 4, Figure 4: the checkerboard's test accuracies.
 HANNET_REACHES = 0.97  # the HanNet reproduces the paper's 99.5 % at this accuracy or above
 FCNET_BAND = 0.04  # the FCNet reproduces the paper's 85.2 % within this of it

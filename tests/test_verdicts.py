@@ -158,3 +158,16 @@ def test_a_rows_reason_cites_what_was_measured_and_its_rule_is_printed(capsys):
     results.show()
     assert "not reproduced: gap: 0.9 se; run of 3 (rule: above 2 standard errors)" in \
         capsys.readouterr().out
+
+
+def test_counts_read_the_store_only_when_it_holds_every_label_alike():
+    assert verdicts.counts({"dac": [1.0, 0.0, 1.0], "standard": [0.0, 0.0, 0.0]},
+                           ("dac", "standard")) == (2, 0, 3)
+    assert verdicts.counts({"dac": [1.0, 0.0, 1.0]}, ("dac", "standard")) is None
+    assert verdicts.counts({"dac": [1.0], "standard": [0.0, 0.0]}, ("dac", "standard")) is None
+
+
+def test_figure_4_rules():
+    assert verdicts.reaches_paper("hannet", 0.97) and not verdicts.reaches_paper("hannet", 0.969)
+    assert verdicts.reaches_paper("fcnet", 0.844) and verdicts.reaches_paper("fcnet", 0.89)
+    assert not verdicts.reaches_paper("fcnet", 0.603) and not verdicts.reaches_paper("fcnet", 0.893)
