@@ -126,11 +126,13 @@ print("\n" + plots.growth_table(counted))
 c = counted["conv 64->64 3x3"][0]
 more_p, more_f = 100 * (c["parameter_increase"] - 1), 100 * (c["flop_increase"] - 1)  # in %
 results.add("3x3 conv: params / FLOPs",
-            f"+{more_p:.1f} % / +{more_f:.1f} %", round(more_p) == 11 and round(more_f, 1) == 5.5)
+            f"+{more_p:.1f} % / +{more_f:.1f} %", round(more_p) == 11 and round(more_f, 1) == 5.5,
+            rule="the paper's numbers to the digits it prints")
 c, formulas, _ = counted["dense 200->200"]
 growth = c["parameter_increase"], c["flop_increase"]
 results.add("dense 200->200: params / FLOPs",
-            "x{:.3f} / x{:.4f}".format(*growth), all(map(math.isclose, growth, formulas)))
+            "x{:.3f} / x{:.4f}".format(*growth), all(map(math.isclose, growth, formulas)),
+            rule="the counts equal the formulas (math.isclose)")
 
 # %% [markdown]
 # (The "by loop" column is 1 + (DAC bias additions - shared bias additions) /
@@ -382,7 +384,8 @@ report = tu.gradcheck(tiny, [tu.tensor(xs, dtype="float64")], module=tiny)
 worst = max(r.max_rel for r in report.rows)
 print(f"eq. (7) by hand vs backward: max gap {hand_gap:.1e}; gradcheck max rel err {worst:.1e}\n"
       f"DAC mask phi'(b_ij + x_j), rows i, columns j:\n{mask}")
-results.add("eq. (7) = backward = numerical", f"{hand_gap:.0e} / {worst:.0e}", hand_gap < 1e-12 and report.ok)
+results.add("eq. (7) = backward = numerical", f"{hand_gap:.0e} / {worst:.0e}", hand_gap < 1e-12 and report.ok,
+            rule="by hand within 1e-12 of backward (float64), and gradcheck passes")
 
 shared_b = np.array([0.5, -0.6, -0.6])  # a standard layer's shared biases, for comparison
 shared_mask = np.repeat(((shared_b + xs[0]) > 0)[None].astype(float), 2, axis=0)
@@ -509,7 +512,8 @@ def network_costs(stages, per_stage, hw, in_ch):
 paper_p, paper_f, ours_f = network_costs((16, 32, 64), (7, 6, 6), 32, 3)  # the paper's 20/16 on CIFAR
 print(plots.costs_text("VGG 20/16 on 32x32x3", paper_p, paper_f, ours_f))
 results.add("VGG 20/16: DAC +params / +FLOPs", f"+{100 * (paper_p - 1):.1f} % / +{100 * (paper_f - 1):.1f} %",
-            abs(paper_p - 1.11) < 0.015 and abs(paper_f - 1.055) < 0.005)
+            abs(paper_p - 1.11) < 0.015 and abs(paper_f - 1.055) < 0.005,
+            rule="within the rounding of the paper's +11 % and +5.5 %")
 
 # %% [markdown]
 # Counted as our code runs, the FLOPs grow a little more than +5.5 %: section 4

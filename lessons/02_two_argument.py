@@ -78,7 +78,7 @@ except datasets.DatasetNotFoundError:
     DATA, data = "Fashion-MNIST", images("Fashion-MNIST", *sizes)
 x_train, y_train, x_val, y_val, x_test, y_test = data
 print(f"{DATA}: {len(x_train)} train, {len(x_val)} validation, {len(x_test)} test images")
-results.add("data", DATA, DATA == "MNIST")
+results.add("data", DATA, DATA == "MNIST", rule="the paper's data set")
 
 # %% [markdown]
 # ## The outer network, and parameter matching
@@ -126,7 +126,8 @@ for n_args, label in ((1, "1-arg"), (0, "ReLU ")):
     print(f"{label}  [{WIDTH[n_args]}]*3: {count(n_args, WIDTH[n_args])} parameters (beta = {beta})")
 NAMES = {2: "2-arg", 1: "1-arg", 0: "ReLU"}
 as_paper = (WIDTH[1], WIDTH[0]) == (114, 118)
-results.add("1-arg / ReLU widths matching [64]*3", f"[{WIDTH[1]}]*3 / [{WIDTH[0]}]*3", as_paper)
+results.add("1-arg / ReLU widths matching [64]*3", f"[{WIDTH[1]}]*3 / [{WIDTH[0]}]*3", as_paper,
+            rule="the paper's widths exactly")
 
 # %% [markdown]
 # ## Session I: start from a random nonlinearity
@@ -181,7 +182,8 @@ results.add("session I fit of random map (R^2)", f"{r2_pre:.3f} ({source}, n={le
             r2_pre > verdicts.FIT_R2, rule=f"mean R^2 above {verdicts.FIT_R2:g}",
             measured=f"mean R^2 {r2_pre:.3f} over {len(r2s)} runs ({source})")
 frozen_ok = all(r["unchanged"] for n in (1, 2) for r in runs[n])
-results.add("inner nets unchanged by session III", "all" if frozen_ok else "NOT all", frozen_ok)
+results.add("inner nets unchanged by session III", "all" if frozen_ok else "NOT all", frozen_ok,
+            rule="every inner parameter equal, bit for bit")
 
 
 def per_model(values):

@@ -69,7 +69,8 @@ tmaf_x = host(nn.TMAF(6, [0.0], init="relu")(x))[0] + 0.0
 print(plots.table([("x", *xv), ("diag D(x)", *np.diag(D)), ("D(x) x", *D @ xv),
                    ("ops.relu", *relu_x), ("TMAF(relu)", *tmaf_x)]))
 same = bool((D @ xv == relu_x).all() and (tmaf_x == relu_x).all())
-results.add("ReLU = D(x) x = 0/1-level TMAF", "equal" if same else "differ", same)
+results.add("ReLU = D(x) x = 0/1-level TMAF", "equal" if same else "differ", same,
+            rule="equal bit for bit")
 
 # %% [markdown]
 # The tri-diagonal kind is a matrix too: A(x) has t[i, bin(x_i)] on its diagonal,
@@ -89,7 +90,8 @@ for i, b in enumerate(bins):
         A[i, i + 1] = host(tri.upper)[i, b]
 gap = np.abs(A @ xv - host(tri(x))[0]).max()
 print(f"A(x) =\n{np.round(A, 2)}\nmax |A(x) x - layer(x)| = {gap:.1e}")
-results.add("tri-diagonal layer = A(x) x", f"max diff {gap:.0e}", gap < 1e-6)
+results.add("tri-diagonal layer = A(x) x", f"max diff {gap:.0e}", gap < 1e-6,
+            rule="within 1e-6 (float32 rounding)")
 
 # %% [markdown]
 # The backward pass is written by hand (tinyunits/units/tmaf.py). With
@@ -130,7 +132,8 @@ tu.set_default_dtype("float32")
 report = tu.gradcheck(tri64, [x_check], module=tri64)
 print(report)
 worst = max(r.max_rel for r in report.rows)
-results.add("gradcheck tri-diagonal TMAF, max rel err", f"{worst:.1e}", report.ok)
+results.add("gradcheck tri-diagonal TMAF, max rel err", f"{worst:.1e}", report.ok,
+            rule="tu.gradcheck passes (float64)")
 
 # %% [markdown]
 # ## 2. What a diagonal TMAF can look like
