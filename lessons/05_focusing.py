@@ -252,7 +252,7 @@ stored_moved, stored_outside = (
     enumerate(("foci that moved onto the informative inputs, per seed",
                "foci that started outside them, per seed")))
 MOST_RULE = (f"most (> {verdicts.MOST:.0%}) of the foci that started outside the informative "
-             "inputs end inside them, pooled over seeds")
+             "inputs end inside them")
 k, n = moved(ltf["left"][0])  # seed 0, the run in the figure
 results.add("noise left: foci moved onto informative (seed 0)", f"{k} of {n}", verdicts.most(k, n),
             rule=MOST_RULE, measured=f"in seed 0, {n - k} of the {n} stayed outside")
@@ -263,7 +263,8 @@ for side, runs in ltf.items():
         (int(sum(stored_moved[side])), int(sum(stored_outside[side]))) if whole else None, here)
     seeds = len(stored_moved[side]) if whole else len(runs)
     results.add(f"noise {side}: foci moved onto informative", f"{k} of {n} ({source}, {seeds} seeds)",
-                verdicts.most(k, n), rule=MOST_RULE + "; the store's rows when it holds them all",
+                verdicts.most(k, n), rule=MOST_RULE + ", pooled over seeds; the store's rows when "
+                "it holds them all",
                 measured=f"{n - k} of the {n} foci that started outside the informative inputs "
                          f"ended outside them ({source}, {seeds} seeds of "
                          f"{focus_trials.SIZES['full' if whole else SIZE]['ltf'][1]} epochs)")
