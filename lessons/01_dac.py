@@ -37,7 +37,7 @@
 # %%
 import math
 
-from _lesson import Results, figure, grid, host, out, setup  # checkout, figures
+from _lesson import Results, figure, grid, host, out, setup, stored  # checkout, figures
 
 import numpy as np  # host-side data, reference loops and printing
 
@@ -45,6 +45,7 @@ import datasets
 import tinyunits as tu
 from tinyunits import backend, nn, plot
 from tinyunits.units.dac import section4_counts
+from lessons import verdicts
 from lessons.plots import dac as plots
 from lessons.trials import dac as trials  # the training runs: models and recipes
 from lessons.trials.dac import predict, set_param
@@ -125,11 +126,13 @@ print("\n" + plots.growth_table(counted))
 c = counted["conv 64->64 3x3"][0]
 more_p, more_f = 100 * (c["parameter_increase"] - 1), 100 * (c["flop_increase"] - 1)  # in %
 results.add("3x3 conv: params / FLOPs",
-            f"+{more_p:.1f} % / +{more_f:.1f} %", round(more_p) == 11 and round(more_f, 1) == 5.5)
+            f"+{more_p:.1f} % / +{more_f:.1f} %", round(more_p) == 11 and round(more_f, 1) == 5.5,
+            rule="the paper's numbers to the digits it prints")
 c, formulas, _ = counted["dense 200->200"]
 growth = c["parameter_increase"], c["flop_increase"]
 results.add("dense 200->200: params / FLOPs",
-            "x{:.3f} / x{:.4f}".format(*growth), all(map(math.isclose, growth, formulas)))
+            "x{:.3f} / x{:.4f}".format(*growth), all(map(math.isclose, growth, formulas)),
+            rule="the counts equal the formulas (math.isclose)")
 
 # %% [markdown]
 # (The "by loop" column is 1 + (DAC bias additions - shared bias additions) /
@@ -172,10 +175,17 @@ SEEDS_7, STEPS_7 = trials.SIZES[SIZE]["figure7"]
 runs = grid("dac-fig7a", trials.figure7a_trial, [dict(model=m, seed=seed, steps=STEPS_7)
                                                  for m in ("dac", "standard") for seed in range(SEEDS_7)])
 runs_7a = {"DAC unit": runs[:SEEDS_7], "standard unit": runs[SEEDS_7:]}
-dac_wins, std_wins = (sum(r["separates"] for r in rs) for rs in runs_7a.values())
-results.add("Fig 7a: 1 DAC unit separates", f"hand {hand_ok}; learned {dac_wins}/{SEEDS_7}",
-            hand_ok and dac_wins > 0)
-results.add("Fig 7a: 1 standard unit cannot", f"learned {std_wins}/{SEEDS_7}", std_wins == 0)
+stored_7a = stored(trials, "dac-fig7a", lambda s: s["model"], lambda r: float(r["separates"]),
+                   {"dac": "separates (hand-set)", "standard": "cannot"}, "{:.2f}",
+                   "1 if the trained unit separates the points, else 0")
+(dac_wins, std_wins, n_7a), source_7a = verdicts.evidence(
+    verdicts.counts(stored_7a, ("dac", "standard")),
+    (*(sum(r["separates"] for r in rs) for rs in runs_7a.values()), SEEDS_7))
+results.add("Fig 7a: 1 DAC unit separates", f"hand {hand_ok}; learned {dac_wins}/{n_7a} ({source_7a})",
+            hand_ok and dac_wins > 0, rule="the hand-set unit separates, and a trained one does "
+            "from at least one seed (the store's seeds when it holds them all)")
+results.add("Fig 7a: 1 standard unit cannot", f"learned {std_wins}/{n_7a} ({source_7a})",
+            std_wins == 0, rule="no seed's trained standard unit separates")
 
 # The three points lie on the diagonal x1 = x2 = t: each unit's best start (lowest
 # training loss) along it.
@@ -215,9 +225,19 @@ acc_7b = {m: 100 * best_7b[m]["accuracy"] for m in MODELS_7B}
 all_green = 100 * (1 - y7b.mean())  # the accuracy of the local minimum "all green"
 print(f"7b learned, best training accuracy of {SEEDS_7} seeds: " + ", ".join(
       f"{MODELS_7B[m]} {acc:.1f} %" for m, acc in acc_7b.items()) + f"; all-green guess {all_green:.1f} %")
-dac2, std2, std4 = (sum(r["accuracy"] == 1.0 for r in rs) for rs in runs_7b.values())  # seeds at 100 %
-results.add("Fig 7b: 2 DAC units can", f"hand {hand_b_ok}; learned {dac2}/{SEEDS_7}", hand_b_ok and dac2 > 0)
-results.add("Fig 7b: 2 standard cannot, 4 can", f"{std2} / {std4} of {SEEDS_7}", std2 == 0 and std4 > 0)
+stored_7b = stored(trials, "dac-fig7b", lambda s: s["model"], lambda r: float(r["accuracy"] == 1.0),
+                   {"dac2": "can (hand-set)", "standard2": "cannot", "standard4": "can"}, "{:.2f}",
+                   "1 if the trained net reaches 100 % training accuracy, else 0")
+(dac2, std2, std4, n_7b), source_7b = verdicts.evidence(  # seeds at 100 %
+    verdicts.counts(stored_7b, MODELS_7B),
+    (*(sum(r["accuracy"] == 1.0 for r in rs) for rs in runs_7b.values()), SEEDS_7))
+results.add("Fig 7b: 2 DAC units can", f"hand {hand_b_ok}; learned {dac2}/{n_7b} ({source_7b})",
+            hand_b_ok and dac2 > 0, rule="the hand-set net separates, and a trained one reaches "
+            "100 % from at least one seed (the store's seeds when it holds them all)",
+            measured=f"{dac2} of {n_7b} seeds reach 100 % ({source_7b}, {3 * STEPS_7} steps)")
+results.add("Fig 7b: 2 standard cannot, 4 can", f"{std2} / {std4} of {n_7b} ({source_7b})",
+            std2 == 0 and std4 > 0, rule="no seed of 2 standard units reaches 100 %, at least one "
+            "of 4 does")
 for m, run in best_7b.items():
     model = trials.trained_model(trials.FIGURE_7B, m, run["state"])
     figure(plot.decision_regions(model, X7b, y7b, out(f"figure7b_{m}.png"), title=f"Figure 7b learned: {m}"))
@@ -285,18 +305,39 @@ runs = grid("dac-plk", trials.pl_trial, [dict(m, k=K, seed=seed, steps=STEPS_PL)
 runs_pl = {name: runs[i * N_PL:(i + 1) * N_PL] for i, name in enumerate(models_pl)}
 pl_errors = {name: [r["error"] for r in rs] for name, rs in runs_pl.items()}
 n_params = {name: rs[0]["n_params"] for name, rs in runs_pl.items()}
-wins = {name: sum(e < 1e-3 for e in errs) for name, errs in pl_errors.items()}
+wins = {name: sum(e < verdicts.EXACT_FIT for e in errs) for name, errs in pl_errors.items()}
 print(plots.fits_table(pl_errors, n_params, wins))
 x0, target0, line0, _ = trials.pl_problem(K, seed=0)
 fits0 = {f"{name} ({n_params[name]} p.)": rs[0]["residual"] for name, rs in runs_pl.items()}
 figure(plots.theorem_c1(x0, target0[:, 0] - line0, fits0, K), "theorem_c1.png")
+labels_pl = dict(zip(("dac", "standard1", "standard2, k hidden", "standard2, fewer"), models_pl))
+stored_pl = stored(trials, "dac-plk", lambda s: "standard2, " + (
+    "k hidden" if s["hidden"] == s["k"] else "fewer") if s["model"] == "standard2" else s["model"],
+                   lambda r: r["error"], {"dac": "exact", "standard1": "cannot",
+                                          "standard2, k hidden": "exact (3k+1 p.)"}, "{:.2g}",
+                   "error (MSE / MSE of the best line; 'fewer': (2k - 1) // 3 hidden)")
+fits, source_pl = verdicts.evidence(
+    {labels_pl[label]: errs for label, errs in stored_pl.items()}
+    if len(stored_pl) == len(labels_pl) else None, pl_errors)
+exact_fits = {name: sum(e < verdicts.EXACT_FIT for e in errs) for name, errs in fits.items()}
+k_pl = trials.SIZES["full" if source_pl == "store" else SIZE]["pl"][0]
 results.add("Thm C.1(1): 1 DAC unit = PL_k",
-            f"k={K}: {n_params[dac_name]} p., exact {exact_err:.0e}; trained {wins[dac_name]}/{N_PL}",
-            n_params[dac_name] == 2 * K and exact_err < 1e-5 and wins[dac_name] > 0)
-results.add("Thm C.1(2): 1 layer cannot", f"min err {min(pl_errors[one_name]):.2f}", wins[one_name] == 0)
+            f"k={K}: {n_params[dac_name]} p., exact {exact_err:.0e}; trained "
+            f"{exact_fits[dac_name]}/{len(fits[dac_name])} ({source_pl})",
+            n_params[dac_name] == 2 * K and exact_err < 1e-5 and exact_fits[dac_name] > 0,
+            rule=f"2k parameters rebuild PL_k to rounding (< 1e-5), and training reaches an error "
+                 f"below {verdicts.EXACT_FIT:g} on at least one target",
+            measured=f"Adam reaches an error below {verdicts.EXACT_FIT:g} on "
+                     f"{exact_fits[dac_name]} of {len(fits[dac_name])} random PL_{k_pl} "
+                     f"({source_pl}); median error {np.median(fits[dac_name]):.2g}")
+results.add("Thm C.1(2): 1 layer cannot", f"min err {min(fits[one_name]):.2f} ({source_pl})",
+            exact_fits[one_name] == 0, rule=f"no fit reaches an error below {verdicts.EXACT_FIT:g}")
 results.add("Thm C.1(3): 2 layers need 3k+1", f"{n_params[two_name]} p.: exact {two_exact_err:.0e}; "
-            f"{n_params[small_name]} p.: {wins[small_name]}/{N_PL}",
-            n_params[two_name] == 3 * K + 1 and two_exact_err < 1e-5 and wins[small_name] == 0)
+            f"{n_params[small_name]} p.: {exact_fits[small_name]}/{len(fits[small_name])} "
+            f"({source_pl})",
+            n_params[two_name] == 3 * K + 1 and two_exact_err < 1e-5 and exact_fits[small_name] == 0,
+            rule=f"3k+1 parameters rebuild PL_k (< 1e-5), and no fit with fewer hidden units "
+                 f"reaches an error below {verdicts.EXACT_FIT:g}")
 
 # %% [markdown]
 # Each curve in the figure is a fit minus the target's best straight line, so what
@@ -343,7 +384,8 @@ report = tu.gradcheck(tiny, [tu.tensor(xs, dtype="float64")], module=tiny)
 worst = max(r.max_rel for r in report.rows)
 print(f"eq. (7) by hand vs backward: max gap {hand_gap:.1e}; gradcheck max rel err {worst:.1e}\n"
       f"DAC mask phi'(b_ij + x_j), rows i, columns j:\n{mask}")
-results.add("eq. (7) = backward = numerical", f"{hand_gap:.0e} / {worst:.0e}", hand_gap < 1e-12 and report.ok)
+results.add("eq. (7) = backward = numerical", f"{hand_gap:.0e} / {worst:.0e}", hand_gap < 1e-12 and report.ok,
+            rule="by hand within 1e-12 of backward (float64), and gradcheck passes")
 
 shared_b = np.array([0.5, -0.6, -0.6])  # a standard layer's shared biases, for comparison
 shared_mask = np.repeat(((shared_b + xs[0]) > 0)[None].astype(float), 2, axis=0)
@@ -403,10 +445,17 @@ gain_b = [math.log(reg[w, "DAC w"][0]) - math.log(reg[w, "base w"][0]) for w in 
 figure(plots.regression(WIDTHS, reg, gain_w, gain_b), "regression.png")
 w_top = WIDTHS[-1]
 dac_mse, base_mse = reg[w_top, "DAC w/sqrt2"][0], reg[w_top, "base w"][0]
+stored(trials, "dac-widths", lambda s: f"{'DAC' if s['dac'] else 'base'} width {s['width']}",
+       lambda r: r["test_mse"], {}, "{:.4f}", f"test MSE ({REG_DATA})")
 results.add("Fig 3, same params: DAC vs base", f"w={w_top}: {dac_mse:.4f} vs {base_mse:.4f}",
-            dac_mse < base_mse)
+            dac_mse < base_mse, rule="the DAC twin's test MSE below the baseline's at the largest w",
+            measured=f"at w={w_top} the DAC twin's test MSE is {dac_mse / base_mse:.2f}x the "
+                     "baseline's")
 results.add("Fig 4, x2 params: biases vs weights",
-            f"w={w_top}: {gain_b[-1]:+.2f} vs {gain_w[-1]:+.2f} nats", gain_b[-1] < gain_w[-1])
+            f"w={w_top}: {gain_b[-1]:+.2f} vs {gain_w[-1]:+.2f} nats", gain_b[-1] < gain_w[-1],
+            rule="doubling by biases lowers log-MSE more than doubling by weights, at the largest w",
+            measured=f"at w={w_top} biases change log-MSE by {gain_b[-1]:+.2f} nats, weights by "
+                     f"{gain_w[-1]:+.2f}")
 
 # %% [markdown]
 # Left: at matched parameter counts, the DAC twin (blue) against the baseline
@@ -463,7 +512,8 @@ def network_costs(stages, per_stage, hw, in_ch):
 paper_p, paper_f, ours_f = network_costs((16, 32, 64), (7, 6, 6), 32, 3)  # the paper's 20/16 on CIFAR
 print(plots.costs_text("VGG 20/16 on 32x32x3", paper_p, paper_f, ours_f))
 results.add("VGG 20/16: DAC +params / +FLOPs", f"+{100 * (paper_p - 1):.1f} % / +{100 * (paper_f - 1):.1f} %",
-            abs(paper_p - 1.11) < 0.015 and abs(paper_f - 1.055) < 0.005)
+            abs(paper_p - 1.11) < 0.015 and abs(paper_f - 1.055) < 0.005,
+            rule="within the rounding of the paper's +11 % and +5.5 %")
 
 # %% [markdown]
 # Counted as our code runs, the FLOPs grow a little more than +5.5 %: section 4
@@ -487,9 +537,24 @@ conv = dict(zip(("baseline", "DAC"), grid("dac-vgg", trials.vgg_trial,
                                           [dict(CONV, dac=dac, seed=0) for dac in (False, True)])))
 for name, run in conv.items():
     print(f"{name:<9}{run['n_params']:>7} params  best val epoch {run['best_epoch'] + 1}")
-base_err, dac_err = conv["baseline"]["test_error"], conv["DAC"]["test_error"]
+stored_vgg = stored(trials, "dac-vgg", lambda s: "DAC" if s["dac"] else "baseline",
+                    lambda r: r["test_error"], {"DAC": "0.65 +- 0.17 below baseline (CIFAR-10)"},
+                    "{:.2f}", "test error % (Fashion-MNIST)")
+if len(stored_vgg) == 2:  # the store's seeds: the gap of the means, and its noise over seeds
+    base_err, dac_err = (float(np.mean(stored_vgg[k])) for k in ("baseline", "DAC"))
+    se = verdicts.mean_difference_se(stored_vgg["baseline"], stored_vgg["DAC"])
+    source = f"store, {len(stored_vgg['DAC'])} seeds"
+else:
+    base_err, dac_err = conv["baseline"]["test_error"], conv["DAC"]["test_error"]
+    se = verdicts.difference_se(1 - base_err / 100, 1 - dac_err / 100, CONV["n_test"])
+    source = f"this run, one seed, {CONV['epochs']} epochs"
 gap = base_err - dac_err
-results.add("VGG test error: base - DAC (F-MNIST)", f"{base_err:.2f} - {dac_err:.2f} = {gap:+.2f} %", gap > 0)
+results.add("VGG test error: base - DAC (F-MNIST)", f"{base_err:.2f} - {dac_err:.2f} = {gap:+.2f} % "
+            f"({source})", verdicts.gain(gap, 0.65, se),
+            rule=f"the gap counts above {verdicts.NOISE_SE:g} standard errors of {se:.2f} pts; "
+                 "yes if it counts and reaches half the paper's, partly if it counts, else NO",
+            measured=f"our gap {gap:+.2f} pts is {gap / se:+.1f} standard errors of {se:.2f} pts "
+                     f"({source})")
 figure(plot.learning_curves({n: r["history"] for n, r in conv.items()}, out("fashion_mnist_curves.png")))
 
 # %% [markdown]

@@ -6,15 +6,18 @@
     results = Results("paper")           # the closing "paper vs ours" table
     ...
     results.append((what, paper, ours, reproduced))
-    results.add(what, ours, reproduced)  # with Results("paper", claims=PAPER): paper, reason
+    results.add(what, ours, reproduced, rule=...)  # with Results("paper", claims=PAPER)
     results.show()
     runs = grid("tmaf-widths", tmaf.width_trial, [dict(width=w, seed=s) for ...])
+    held = stored(tmaf, "tmaf-widths", by, value, paper)  # the store's paper-scale rows
 
 SIZE is "tiny" (seconds: the test suite's smoke run), "quick" (the default, a few
 minutes on 2 cores) or "full" (the paper's settings). The flags --tiny/--quick/--full
 choose it; with none, the environment variable TINYUNITS_LESSON_MODE does (notebooks
 use the variable). Figures go to args.out. A grid of independent runs goes through
-grid(): in --full it is a tinyunits.sweep (resumable, spread by --workers N).
+grid(): in --full it is a tinyunits.sweep (resumable, spread by --workers N); stored()
+prints, in every mode, what the store holds of the --full grid, and returns the groups
+a verdict may read (lessons/verdicts.py holds the verdicts' rules).
 
 Importing this module also
 - puts the checkout on sys.path (datasets.py and tinyunits from this checkout), and
@@ -95,6 +98,70 @@ def paper_sweep(module):
     return settings, outcomes
 
 
+def stored(module, name, by, value, paper=None, fmt="{:.3f}", what=""):
+    """Print the paper-scale rows of sweep `name` that STORE holds, next to this run's:
+    per group of trials (by(settings) -> label; None leaves a trial out), n, mean +- std, min - max of
+    value(result) (what it is: `what`), and paper[label], the paper's number. The trials and their function
+    are the --full ones: module.grids("full")[name], or module's paper sweep (SWEEP,
+    TRIAL, paper_trials()). A group the store holds from other code than the trial
+    function's is printed as STALE, one it does not hold whole as "not run yet".
+    -> {label: [values]} of the groups held whole from the current code (what a
+    verdict should read before this run's one draw)."""
+    from tinyunits import sweep
+    full = module.grids("full") if hasattr(module, "grids") else {}
+    fn, trials = full[name] if name in full else (module.TRIAL, module.paper_trials())
+    rows = sweep.load(name, STORE, fn=fn) if os.path.exists(STORE) else []
+    lines, whole = store_table(rows, trials, by, value, paper or {}, fmt)
+    print(f"Paper-scale rows of {name!r} in {os.path.relpath(STORE, ROOT)} (--full's trials)"
+          + (f": {what}" if what else ""))
+    print("\n".join(lines))
+    return whole
+
+
+def store_table(rows, trials, by, value, paper, fmt):
+    """stored()'s table from rows (sweep.load with fn: each row says whether it is
+    stale) -> (lines, {label: values of the groups held whole and current})."""
+    from tinyunits import sweep
+    wanted, groups, seconds = {}, {}, 0.0
+    for settings in trials:
+        label = by(settings)
+        if label is None:  # a trial this table leaves out
+            continue
+        wanted[sweep.trial_key(settings)] = label
+        groups.setdefault(label, dict(expected=0, current=[], stale=0))["expected"] += 1
+    for row in rows:
+        label = wanted.get(sweep.trial_key(row["settings"]))
+        if label is not None and row["status"] == "done":
+            if row["stale"]:
+                groups[label]["stale"] += 1
+            else:
+                groups[label]["current"].append(value(row["result"]))
+                seconds += row["seconds"] or 0.0
+    width = max(len(str(label)) for label in groups) + 2
+    lines = [f"{'':<{width}}{'n':>4}  {'mean +- std':<22}{'min - max':<22}paper"]
+    whole = {}
+    for label, g in groups.items():
+        n, expected, values = len(g["current"]), g["expected"], g["current"]
+        head = f"{str(label):<{width}}"
+        if n == expected:
+            whole[label] = values
+            mean = sum(values) / n
+            std = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5 if n > 1 else 0.0
+            spread = f"{fmt.format(mean)} +- {fmt.replace('+', '').format(std)}"  # std: no sign
+            lines.append(f"{head}{n:>4}  {spread:<22}"
+                         f"{fmt.format(min(values)) + ' - ' + fmt.format(max(values)):<22}"
+                         f"{paper.get(label, '')}")
+        elif g["stale"]:
+            lines.append(f"{head}STALE: {g['stale']} of {expected} rows computed by other code "
+                         f"than the trial function's now ({n} current); not shown")
+        else:
+            lines.append(f"{head}not run yet ({n} of {expected} trials)")
+    held = sum(len(g["current"]) for g in groups.values())
+    lines.append(f"({held} of {len(wanted)} trials stored from the current code: "
+                 f"{seconds / 3600:.2f} h of trial time)")
+    return lines, whole
+
+
 def elapsed() -> float:
     """Seconds since the lesson started."""
     return time.perf_counter() - START
@@ -145,7 +212,7 @@ TEST_KEYS = ("train loss", "test loss", "test accuracy")
 
 
 class Results(list):
-    """Rows (what, reference, ours, holds[, why]) for the closing table; show() prints it.
+    """Rows (what, reference, ours, holds[, why[, rule]]) for the closing table; show() prints it.
     holds=None marks a number shown for comparison with no claim attached ("-"); a string
     (e.g. "partly") is printed as it is. why, the likely reason where a row does not (fully)
     hold, is printed under the table.
@@ -160,14 +227,17 @@ class Results(list):
         self.reference, self.verdict = reference, verdict
         self.claims, self.settings = claims or {}, settings or {}
 
-    def add(self, what: str, ours, holds) -> None:
+    def add(self, what: str, ours, holds, rule: str = None, **measured) -> None:
         """Append the row of claims[what] and print it, so that a notebook shows each
-        comparison in the cell that makes it."""
+        comparison in the cell that makes it. rule: the verdict's rule in words (its
+        thresholds, and which evidence it read), printed with the verdict; measured:
+        numbers the claim's reason cites ({names} in it, beside the run's settings)."""
         if what not in self.claims:
             raise KeyError(f"Results.add: no claim {what!r}; the claims are {list(self.claims)}")
         reference, why = self.claims[what]
-        self.append((what, reference, ours, holds, why.format(**self.settings)))
-        print(f"{what}: ours {ours}, {self.reference} {reference} -> {_mark(holds)}")
+        self.append((what, reference, ours, holds, why.format(**self.settings, **measured), rule))
+        ruled = f" (rule: {rule})" if rule else ""
+        print(f"{what}: ours {ours}, {self.reference} {reference} -> {_mark(holds)}{ruled}")
 
     def show(self) -> None:
         head = ("result", self.reference, "ours")
@@ -179,7 +249,9 @@ class Results(list):
             print(line(row) + _mark(ok))
         for what, _, _, ok, *why in self:
             if why and why[0] and _mark(ok) not in ("yes", "-"):
-                print(f"{'not reproduced' if _mark(ok) == 'NO' else _mark(ok)}: {what}: {why[0]}")
+                rule = f" (rule: {why[1]})" if len(why) > 1 and why[1] else ""
+                print(f"{'not reproduced' if _mark(ok) == 'NO' else _mark(ok)}: {what}: "
+                      f"{why[0]}{rule}")
         if MODE == "tiny":
             print("(--tiny trains for seconds: its numbers are a smoke test, not results)")
         print(f"mode {MODE}; wall time {elapsed():.0f} s; figures in {OUT}")

@@ -52,19 +52,18 @@ SIZES = {
 
 # What the paper claims, for lesson 1's closing "paper vs ours" table: the lesson adds
 # results.add(claim, ours, holds) next to the computation that checks each claim.
-SHORT_RUN = ("one seed of a short run on small nets (and, without the SGEMM file, a stand-in "
-             "data set); the paper's gaps are averages over replicates")
+SHORT_RUN = ("{measured}, from one seed of a short run on small nets (and, without the SGEMM "
+             "file, a stand-in data set); the paper's gaps are averages over replicates")
 PAPER = {  # claim -> (the paper's number, the likely reason where ours does not hold)
     "3x3 conv: params / FLOPs": ("+11 % / +5.5 %", ""),
     "dense 200->200: params / FLOPs": ("x(2-1/n) / x(1.5-1/2n)", ""),
     "Fig 7a: 1 DAC unit separates": ("yes (hand-set)", ""),
     "Fig 7a: 1 standard unit cannot": ("cannot", ""),
     "Fig 7b: 2 DAC units can": ("yes (hand-set)",
-        "the hand-set units separate it; trained from random biases, only some seeds find them"),
+        "the hand-set units separate it; trained from random biases, {measured}"),
     "Fig 7b: 2 standard cannot, 4 can": ("cannot / can", ""),
     "Thm C.1(1): 1 DAC unit = PL_k": ("exact, 2k p.",
-        "the construction is exact; Adam from our start reaches an exact fit for some targets "
-        "only"),
+        "the construction is exact; {measured}"),
     "Thm C.1(2): 1 layer cannot": ("cannot", ""),
     "Thm C.1(3): 2 layers need 3k+1": ("3k+1 p.", ""),
     "eq. (7) = backward = numerical": ("equal", ""),
@@ -74,8 +73,7 @@ PAPER = {  # claim -> (the paper's number, the likely reason where ours does not
         SHORT_RUN),
     "VGG 20/16: DAC +params / +FLOPs": ("+11 % / +5.5 %", ""),
     "VGG test error: base - DAC (F-MNIST)": ("+0.65 % (CIFAR-10)",
-        "one seed, a few epochs of a small net on Fashion-MNIST; the paper's +0.65 % averages 5"
-        " replicates of 80k steps on CIFAR-10"),
+        "{measured}; the paper's +0.65 % averages 5 replicates of 80k steps on CIFAR-10"),
 }
 
 

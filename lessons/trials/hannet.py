@@ -62,8 +62,7 @@ _FEW_SAMPLES = ("{v3[1]} parameter samples per depth where the paper draws 3000,
                 "{v3[0]} x {v3[0]} grid: a geometric mean over few samples misses rare "
                 "collapses (one collapsed sample makes it 0)")
 _ONE_RUN = ("one run from seed 0 at the learning rates {board[1]} (HanNet) and {board[2]} "
-            "(FCNet), where the paper reports the best of its learning-rate sweep; --full's rows "
-            "over seeds 0-9 give the spread")
+            "(FCNet), where the paper reports the best of its learning-rate sweep; {measured}")
 _MIXER = ("a 32-channel patch model on Fashion-MNIST, {mixer[2]} epochs on {mixer[0]} images, not "
           "the paper's CIFAR, STL-10 and ImageNet-32 with a convolutional stem; the paper notes "
           "that Han-Mixers alone cannot always bring enough parameters")
@@ -227,13 +226,13 @@ def table(store):
     the paper reports the best of its lr sweep), over the seeds that have every
     lr the store holds for that net (a sweep cut short: only the lrs it finished).
     """
-    from tinyunits import sweep
+    from lessons.trials import current_rows, stale_line
     groups, by_seed = {}, {}
-    for row in sweep.load(SWEEP, store):
-        if row["status"] == "done":
-            s, r = row["settings"], row["result"]
-            groups.setdefault((s["net"], s["lr"], s["steps"]), []).append(r)
-            by_seed.setdefault((s["net"], s["steps"]), {}).setdefault(s["seed"], {})[s["lr"]] = r
+    rows, stale = current_rows(SWEEP, store, TRIAL)
+    for row in rows:
+        s, r = row["settings"], row["result"]
+        groups.setdefault((s["net"], s["lr"], s["steps"]), []).append(r)
+        by_seed.setdefault((s["net"], s["steps"]), {}).setdefault(s["seed"], {})[s["lr"]] = r
     lines = [f"{'net':<7}{'lr':>7}{'steps':>7}{'n':>4}{'mean':>8}{'median':>8}{'min':>8}"
              f"{'max':>8}  diverged"]
 
@@ -250,4 +249,4 @@ def table(store):
                 for runs in seeds.values() if set(runs) == lrs]
         if len(lrs) > 1 and best:
             lines.append(line(net, "best", steps, best))
-    return "\n".join(lines)
+    return "\n".join(lines + [stale_line(stale, TRIAL)]).rstrip()

@@ -61,24 +61,19 @@ PAPER = {
     "ReLU = D(x) x = 0/1-level TMAF": ("identity", "a bug: levels (0, 1) at 0 must be ReLU"),
     "tri-diagonal layer = A(x) x": ("identity", "a bug: the layer must equal A(x) x"),
     "gradcheck tri-diagonal TMAF, max rel err": ("< 1e-6", "a bug in the hand-written backward"),
-    "Table 3.1: columns where TMAF < ReLU": (
-        "8 of 8", _LOST + "ours train {smooth[1]} epochs with Adam, and the median over seeds "
-        "{smooth[2]} decides each column"),
+    "Table 3.1: columns where TMAF < ReLU": ("8 of 8", _LOST + "{measured}"),
     "Table 3.1: columns where TMAF < PReLU": (
         "PReLU poor", _LOST + "our PReLU (both slopes trainable, section 3) trained with Adam "
-        "comes close to TMAF"),
-    **{f"oscillatory: {kind} error": (paper, _LOST + f"our {kind} net fits part of our fast sine")
-       for kind, paper in (("ReLU", "0.97"), ("PReLU", "poor (Fig. 5)"))},
-    **{f"oscillatory: {kind} error": (paper, _LOST + "ours, {oscillatory[1]} epochs of Adam on "
-                                      "{oscillatory[0]} samples, may be too short to fit all ten "
-                                      "fast periods") for kind, paper in (("TMAF", "0.033"),
-                                                                          ("tri-TMAF", "0.029"))},
+        "comes close to TMAF: {measured}"),
+    **{f"oscillatory: {kind} error": (paper, _LOST + "{measured}")
+       for kind, paper in (("ReLU", "0.97"), ("PReLU", "poor (Fig. 5)"), ("TMAF", "0.033"),
+                           ("tri-TMAF", "0.029"))},
     **{f"Table 3.3, {depth} hidden: TMAF - ReLU": (
-        f"{tmaf - relu:+.1f} pts", "the paper's ReLU baseline was most likely far from "
-        "converged under SGD at lr 1e-4 (section 6); with Adam both kinds train well")
+        f"{tmaf - relu:+.1f} pts", "{measured}; the paper's ReLU baseline was most likely far "
+        "from converged under SGD at lr 1e-4 (section 6); with Adam both kinds train well")
        for depth, (relu, tmaf) in PAPER_T33.items()},
-    **{f"step cost {kind}/ReLU (CPU, lower bound)": (
-        "comparable", "the levels' lookup and bincount cost more than ReLU's mask at this width")
+    **{f"step cost {kind}/ReLU": (
+        "comparable", "{measured}: the levels' lookup and bincount cost more than ReLU's mask")
        for kind in ("TMAF", "tri-TMAF")},
 }
 

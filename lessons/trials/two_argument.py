@@ -68,8 +68,9 @@ SIZES = {
 ROBUST = {"tiny": dict(robust_eps=0.1, robust_steps=2, robust_epochs=1), "quick": None,
           "full": dict(robust_eps=0.1, robust_steps=7, robust_epochs=20)}
 
-_CHANCE = ("{reps} run(s) of up to {epochs} epochs per model decide (learning_curves.png "
-           "shows how far the runs spread; --full averages 4 runs of up to 50)")
+_CHANCE = ("{measured}; {reps} run(s) of up to {epochs} epochs per model decide "
+           "(learning_curves.png shows how far the runs spread; --full averages 4 runs of up "
+           "to 50)")
 # Lesson 2's closing table: each row's claim in the paper (its MLP results on MNIST), and
 # the likely reason where ours differs ({names}: the run's SIZES).
 PAPER = {
@@ -78,20 +79,20 @@ PAPER = {
     "inner nets unchanged by session III": ("frozen", "freeze() failed: a bug"),
     "1-arg / ReLU widths matching [64]*3": ("[114]*3 / [118]*3", ""),
     "session I fit of random map (R^2)": (
-        "fits (Fig. 4b)", "{pre_epochs} pretraining epochs (paper: 500); the map has detail "
+        "fits (Fig. 4b)", "{measured}, after {pre_epochs} pretraining epochs (paper: 500); the map has detail "
         "at the scale sigma = 1/3, which a 64-64 ReLU net fits slowly"),
     "test acc. 2-arg/1-arg/ReLU (sess. III)": ("not in text", ""),
     "epochs 2-arg above ReLU, session II": ("all (Fig. 4d)", _CHANCE),
     "epochs 2-arg above ReLU, session III": ("all (Fig. 4d)", _CHANCE),
     "f after epoch 1 vs final f, correlation": ("set in 1-5 epochs",
-                                                "f kept changing after its first epoch"),
+                                                "f kept changing after its first epoch: {measured}"),
     "negative (XOR) curvature, MLP runs": (
         "minority (p=0.06)", "the paper's own MLP result is not significant; conv nets "
         "(78 % negative) are not rebuilt here"),
     "negative curvature, Xavier-random f": ("null: about 1/2", ""),
     "l_inf eps=0.3 acc. 2-arg/1-arg/ReLU": ("39.8 / 22.9 / 26.7", ""),
     "robust increment 2-arg - ReLU (eps .3)": (
-        "+13.06", "Fashion-MNIST stands in for MNIST; --full trains session III adversarially "
+        "+13.06", "{measured}; Fashion-MNIST stands in for MNIST; --full trains session III adversarially "
         "(Madry et al.'s PGD at eps 0.1, ROBUST in lessons/trials/two_argument.py: the paper "
         "calls its models 'trained for l_inf-robustness' without saying how, and training at "
         "0.3 collapses on Fashion-MNIST), the other modes on clean images only; eps = 0.3 "

@@ -88,7 +88,8 @@ EXERCISES = (
     Exercise("focus_dmu", 3, "tinyunits/units/focus.py",
              "focusing neuron eq. (8), dmu, with the normaliser of eq. (7)",
              "docs/papers/focusing.md", FOCUS, "u divides phi by its norm, and the norm "
-             "depends on mu too: the gradient has a second term, Q sum_i w_i d_i.", ("dmu",)),
+             "depends on mu too: the gradient has a second term, Q sum_i a_i d_i (a_i = u_i^2 / m).",
+             ("dmu",)),
     Exercise("focus_dsigma", 3, "tinyunits/units/focus.py",
              "focusing neuron eq. (8), dsigma, with the normaliser of eq. (7)",
              "docs/papers/focusing.md", FOCUS, "As dmu, with d^2 / sigma^3 in place of "
