@@ -177,7 +177,18 @@ class Tensor:
     T = property(lambda self: self.transpose())
 
     def __len__(self):
+        if self.ndim == 0:  # NumPy's own TypeError names neither tensors nor the call
+            raise TypeError(f"len: a 0-d tensor has no length (its value is item()), "
+                            f"got shape {self.shape}")
         return len(self._data)
+
+    def __iter__(self):
+        # without this, iteration falls back on __getitem__ until an IndexError: a 0-d
+        # tensor would iterate as empty, not fail as a NumPy scalar array does
+        if self.ndim == 0:
+            raise TypeError(f"iter: a 0-d tensor cannot be iterated (its value is item()), "
+                            f"got shape {self.shape}")
+        return (self[i] for i in range(len(self._data)))
 
     def __bool__(self):
         # without this, bool() would fall back on __len__: tensor([0.0]) would be True
@@ -361,6 +372,15 @@ def _seed_gradient(grad, out: Tensor):
     return grad.astype(out.dtype, copy=False)
 
 
+def _refuse_gradient(leaf: Tensor) -> None:
+    """A leaf of an integer or bool dtype cannot hold a gradient: it would be truncated
+    (tu.tensor refuses requires_grad=True for one; setting it later gets here)."""
+    raise TypeError(f"backward: a leaf tensor that requires grad must be floating (only "
+                    "floats have gradients: one in its dtype would be truncated), got dtype "
+                    f"{leaf.dtype} (shape {tuple(leaf.shape)}); make it with a float dtype, "
+                    "or set requires_grad=False")
+
+
 def _topological_order(root: Tensor) -> list:
     """Tensors reachable from root, each after all its inputs.
 
@@ -379,6 +399,8 @@ def _topological_order(root: Tensor) -> list:
         expanded.add(id(t))
         inputs = t.creator.inputs if t.creator is not None else None
         if inputs is None:  # a leaf (or a freed node): nothing below it
+            if t._data.dtype.kind != "f":  # checked before any .grad is written
+                _refuse_gradient(t)
             order.append(t)
             continue
         stack.append((t, True))
