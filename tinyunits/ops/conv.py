@@ -39,7 +39,7 @@ im2col and in the input gradient, about 3x slower for a 32-channel layer.)
 import contextlib
 
 from .. import buffers, threads
-from ..backend import get_array_module, sliding_window_view
+from ..backend import get_array_module, host_module, sliding_window_view
 from ..function import Function
 
 COLUMN_ELEMENTS = 2 ** 20  # columns per chunk of the batch: 4 MB of float32, cache-sized
@@ -207,10 +207,11 @@ class Conv2d(Function):
                              f"the {k}x{k} kernel")
         self.W, self.plan = W, (WideColumns if self.stride == 1 else Columns)(xpad, k, self.stride)
         plan, xp, W2 = self.plan, get_array_module(x), W.reshape(W.shape[0], -1)
-        y = xp.empty((W.shape[0], x.shape[0], plan.Ho, plan.Wo), dtype=x.dtype)
+        dtype = host_module().result_type(x.dtype, W.dtype)  # as x @ W: int x, float W: float
+        y = xp.empty((W.shape[0], x.shape[0], plan.Ho, plan.Wo), dtype=dtype)
 
         def chunk(k, I, cols):
-            with buffers.borrowed(xp, (W.shape[0], cols.shape[1]), x.dtype) as yI:
+            with buffers.borrowed(xp, (W.shape[0], cols.shape[1]), dtype) as yI:
                 plan.output(xp.matmul(W2, cols, out=yI), y, I)
             if b is not None:  # while the chunk's outputs are in the cache
                 y[:, I] += b[:, None, None, None]

@@ -1,6 +1,6 @@
 """Inverted dropout: zero each input with probability p, scale the rest by 1/(1-p)."""
 from ..backend import device_uniform
-from ..function import Function
+from ..function import Function, constant_dtype
 
 
 class Dropout(Function):
@@ -10,8 +10,9 @@ class Dropout(Function):
         self.p = p
 
     def forward(self, x):
-        keep = device_uniform(x.shape, x.dtype) >= self.p
-        self.mask = keep * x.dtype.type(1 / (1 - self.p))
+        dtype = constant_dtype(x.dtype, 1.0)  # an integer x's kept values are scaled too
+        keep = device_uniform(x.shape, dtype) >= self.p
+        self.mask = keep * dtype.type(1 / (1 - self.p))
         return x * self.mask
 
     def backward(self, g):

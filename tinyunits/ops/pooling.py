@@ -9,7 +9,7 @@ the batch on the CPU threads (tinyunits.threads), each thread its own samples.
 """
 from .. import buffers, threads
 from ..backend import get_array_module
-from ..function import Function
+from ..function import Function, constant_dtype
 from .reduction import mean
 
 
@@ -34,7 +34,8 @@ class _Pool(Function):
                              f"(B, C, H, W) with H, W >= {self.k}, got {x.shape}")
         self.x = x  # for backward: dx is laid out as x (channel-major after a conv)
         windows = [x[index] for index in self._positions(x.shape)]
-        y = get_array_module(x).empty_like(windows[0])  # x's layout: channel-major after a conv
+        # x's layout (channel-major after a conv); an average of integers is float64
+        y = get_array_module(x).empty_like(windows[0], dtype=self.out_dtype(x.dtype))
         self.start(y)
         threads.run(lambda I: self.pool([w[I] for w in windows], y[I], I),
                     threads.per_thread(x.shape[0], x.size), like=x)
@@ -57,6 +58,9 @@ class _Pool(Function):
         Hk, Wk = shape[2] // k * k, shape[3] // k * k
         return [(slice(None), slice(None), slice(p, Hk, k), slice(q, Wk, k))
                 for p in range(k) for q in range(k)]
+
+    def out_dtype(self, dtype):
+        return dtype
 
     def start(self, y):
         """Make what pool() fills in for backward, for the output y."""
@@ -100,6 +104,9 @@ class MaxPool2d(_Pool):
 
 
 class AvgPool2d(_Pool):
+    def out_dtype(self, dtype):
+        return constant_dtype(dtype, 1.0)  # the mean of a window
+
     def pool(self, windows, y, I):
         y[...] = windows[0]
         for w in windows[1:]:
