@@ -972,3 +972,47 @@ def test_gelu_passes_gradcheck_across_its_clip():
     values = np.array([-25.0, -20.0, -19.5, -3.0, -0.3, 0.0, 0.7, 4.0, 19.5, 20.0, 21.0])
     report = tu.gradcheck(ops.gelu, [values])
     assert report.ok, str(report)
+
+
+class _Holder(nn.Module):
+    def __init__(self, value):
+        super().__init__()
+        self.held = value
+
+
+HIDDEN = {
+    "list of modules": lambda: [nn.Linear(2, 2), nn.Linear(2, 2)],
+    "tuple of modules": lambda: (nn.Linear(2, 2),),
+    "dict of modules": lambda: {"a": nn.Linear(2, 2)},
+    "list of parameters": lambda: [nn.Parameter(np.ones(2))],
+    "dict of parameters": lambda: {"w": nn.Parameter(np.ones(2))},
+    "set of parameters": lambda: {nn.Parameter(np.ones(2))},
+    "nested list": lambda: [[nn.Linear(2, 2)]],
+    "list of grad tensors": lambda: [tu.tensor([1.0], requires_grad=True)],
+    "grad tensor": lambda: tu.tensor([1.0, 2.0], requires_grad=True),
+}
+
+
+@pytest.mark.parametrize("when", ["constructor", "later"])
+@pytest.mark.parametrize("name", sorted(HIDDEN))
+def test_a_module_refuses_parameters_it_could_not_register(name, when):
+    with pytest.raises(TypeError, match=r"_Holder.held: the value must be what a Module "
+                                        r"registers .*nn.Sequential\(\*modules\)"):
+        if when == "constructor":
+            _Holder(HIDDEN[name]())  # was: accepted, parameters() and state_dict() empty
+        else:
+            _Holder(None).held = HIDDEN[name]()
+
+
+@pytest.mark.parametrize("value", [[1, 2], (3.0, "a"), {"k": [1]}, tu.tensor([1.0]), "name",
+                                   [tu.tensor([1.0])], np.ones(2)], ids=repr)
+def test_a_module_keeps_plain_attributes(value):
+    assert _Holder(value).held is value
+
+
+@pytest.mark.parametrize("make, shape", MODULES.values(), ids=MODULES)
+def test_every_module_refuses_a_list_of_modules_as_a_new_attribute(make, shape):
+    module = make()
+    with pytest.raises(TypeError, match=f"{type(module).__name__}.extra: the value must be"):
+        module.extra = [nn.Linear(2, 2)]
+    assert not hasattr(module, "extra")
