@@ -310,6 +310,23 @@ def test_a_trial_that_raises_is_still_tried_twice(tmp_path, how):
     assert log.read_text().count("call") == 2
 
 
+def types_and_product(settings):
+    scaled = np.ones(2, dtype=np.float32) * settings["lr"]
+    return {"lr": type(settings["lr"]).__name__, "pair": type(settings["pair"]).__name__,
+            "keys": sorted(map(type, settings["table"]), key=str) == [str],
+            "dtype": str(scaled.dtype)}
+
+
+@pytest.mark.parametrize("where", ["serial", "child"])
+def test_a_trial_gets_its_settings_as_the_store_keys_them_wherever_it_runs(tmp_path, where):
+    """np.float64(0.1) and 0.1 are one key; serially the trial got the NumPy scalar, which
+    makes float32 arithmetic float64, and in a child the float: two results for one key."""
+    trial = {"lr": np.float64(0.1), "pair": (1, 2), "table": {3: "a"}}
+    (result,) = sweep.run("t", types_and_product, [trial], store=str(tmp_path / "s.sqlite"),
+                          timeout=30 if where == "child" else None)
+    assert result == {"lr": "float", "pair": "list", "keys": True, "dtype": "float32"}
+
+
 def test_timeout_sys_exit_and_mutation_on_dask_workers(tmp_path):
     pytest.importorskip("distributed")
     store = str(tmp_path / "s.sqlite")

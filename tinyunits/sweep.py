@@ -91,7 +91,6 @@ turn all three back. No pickle.
 import ast
 import base64
 import contextlib
-import copy
 import datetime
 import functools
 import hashlib
@@ -410,16 +409,20 @@ def attempt(fn, settings, timeout=None):
 
     Runs where the trial runs, so the traceback is formatted there and the result
     is checked and encoded there: nothing but text comes back. code is fn's
-    code_identity as this process sees it. fn gets a copy of the settings; a trial
-    that changes it anyway, or calls sys.exit, fails for good (its error begins with
-    BROKE_RULES). It runs with BLAS on one thread
+    code_identity as this process sees it. fn gets a copy of the settings made through
+    their JSON, wherever it runs (a tuple arrives as a list, a NumPy number as a Python
+    one); a trial that changes it anyway, or calls sys.exit, fails for good (its error
+    begins with BROKE_RULES). It runs with BLAS on one thread
     (one_blas_thread). With a timeout, the trial runs in a child process that is killed
-    past `timeout` seconds (it gets its settings through JSON: a tuple arrives as a list).
+    past `timeout` seconds.
     """
     if timeout is not None:
         return _attempt_in_child(fn, settings, timeout)
     start = time.perf_counter()
-    given = copy.deepcopy(settings)
+    # the settings as the store keys them, here as in a child or on a worker: a tuple is a
+    # list, np.float64(0.1) is 0.1 (a NumPy scalar would make float32 arithmetic float64
+    # here and not there: two results for one key)
+    given = json.loads(canonical(settings))
     try:
         with one_blas_thread():
             result = fn(given)
