@@ -1016,3 +1016,66 @@ def test_every_module_refuses_a_list_of_modules_as_a_new_attribute(make, shape):
     with pytest.raises(TypeError, match=f"{type(module).__name__}.extra: the value must be"):
         module.extra = [nn.Linear(2, 2)]
     assert not hasattr(module, "extra")
+
+
+def _image():
+    return tu.tensor(np.ones((1, 1, 4, 4)))
+
+
+# the functional ops' own settings (the nn layers check theirs when built): call, error, words
+OP_SETTINGS = {
+    "leaky_relu slope nan": (lambda: ops.leaky_relu(tu.tensor([-1.0, 1.0]), float("nan")),
+                             ValueError, "leaky_relu: slope must be finite"),
+    "leaky_relu slope str": (lambda: ops.leaky_relu(tu.tensor([-1.0]), "0.1"), TypeError,
+                             "leaky_relu: slope must be a real number"),
+    "dropout p nan": (lambda: ops.dropout(tu.tensor(np.ones(3)), float("nan")), ValueError,
+                      "dropout: p must be finite"),
+    "dropout p str": (lambda: ops.dropout(tu.tensor(np.ones(3)), "0.5"), TypeError,
+                      "dropout: p must be a real number"),
+    "dropout p 1": (lambda: ops.dropout(tu.tensor(np.ones(3)), 1.0), ValueError,
+                    r"dropout: p must be a finite number in \[0, 1\)"),
+    "dropout training str": (lambda: ops.dropout(tu.tensor(np.ones(3)), 0.5, "no"), TypeError,
+                             "dropout: training must be True or False"),
+    "max_pool2d k 0": (lambda: ops.max_pool2d(_image(), 0), ValueError, "MaxPool2d: k must be"),
+    "avg_pool2d k 0": (lambda: ops.avg_pool2d(_image(), 0), ValueError, "AvgPool2d: k must be"),
+    "max_pool2d k float": (lambda: ops.max_pool2d(_image(), 2.0), TypeError,
+                           "MaxPool2d: k must be an int"),
+    "conv2d stride 0": (lambda: ops.conv2d(_image(), tu.tensor(np.ones((1, 1, 2, 2))),
+                                           stride=0), ValueError, "conv2d: stride must be"),
+    "conv2d padding -1": (lambda: ops.conv2d(_image(), tu.tensor(np.ones((1, 1, 2, 2))),
+                                             padding=-1), ValueError, "conv2d: padding must be"),
+    "layer_norm eps 0": (lambda: ops.layer_norm(tu.tensor(np.ones((2, 3))), 1, eps=0.0),
+                         ValueError, "layer_norm: eps must be a finite number in \\(0"),
+    "layer_norm n_axes 3": (lambda: ops.layer_norm(tu.tensor(np.ones((2, 3))), 3), ValueError,
+                            "layer_norm: n_axes must be at most the input's 2 axes"),
+    "layer_norm n_axes 0": (lambda: ops.layer_norm(tu.tensor(np.ones((2, 3))), 0), ValueError,
+                            "layer_norm: n_axes must be an int >= 1"),
+    "batch_norm eps 0": (lambda: ops.batch_norm(leaf((4, 3)), leaf((3,)), None, *bn_stats(),
+                                                eps=0.0), ValueError, "batch_norm: eps must be"),
+    "batch_norm momentum 2": (lambda: ops.batch_norm(leaf((4, 3)), leaf((3,)), None,
+                                                     *bn_stats(), momentum=2.0), ValueError,
+                              "batch_norm: momentum must be"),
+    "batch_norm training str": (lambda: ops.batch_norm(leaf((4, 3)), leaf((3,)), None,
+                                                       *bn_stats(), training="False"),
+                                TypeError, "batch_norm: training must be True or False"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OP_SETTINGS))
+def test_every_functional_op_checks_its_settings(name):
+    call, error, words = OP_SETTINGS[name]
+    with pytest.raises(error, match=words):
+        call()  # was: NaN outputs, dropout silently skipped, ZeroDivisionError, or NaN from eps 0
+
+
+def test_item_of_more_than_one_element_names_the_shape():
+    with pytest.raises(ValueError, match=r"item: a tensor of shape \(2, 2\) has 4 elements"):
+        tu.tensor(np.ones((2, 2))).item()
+
+
+@pytest.mark.parametrize("value", [[1.0, 2.0], 3.0, "a", None, tu.tensor([1.0])], ids=repr)
+def test_a_buffer_must_be_an_array(value):
+    layer = nn.Linear(2, 2)
+    with pytest.raises(TypeError, match="Linear.register_buffer: extra must be an array"):
+        layer.register_buffer("extra", value)  # was: kept, then save or load failed on it
+    assert "extra" not in layer.state_dict()

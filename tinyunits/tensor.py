@@ -207,6 +207,9 @@ class Tensor:
         return backend.to_host(self._data).copy()
 
     def item(self):
+        if self.size != 1:  # NumPy's message names no tensor and no shape
+            raise ValueError(f"item: a tensor of shape {self.shape} has {self.size} elements; "
+                             "item() gives the value of one (index or reduce it first)")
         return self._data.item()
 
     def detach(self) -> "Tensor":

@@ -88,6 +88,9 @@ class Module:
         it out), and a loaded one must have that shape. With cast=False, astype
         leaves it in its own dtype (TMAF's breakpoints: values, not float32 state).
         """
+        if not backend.is_array(array) and not (array is None and shape is not None):
+            check.fail(f"{type(self).__name__}.register_buffer", name, "an array (None only "
+                       "for an optional buffer, with its shape)", _kind(array), TypeError)
         if shape is not None:
             self._optional[name] = tuple(shape)
         if not cast:

@@ -38,6 +38,7 @@ im2col and in the input gradient, about 3x slower for a 32-channel layer.)
 """
 import contextlib
 
+from .. import _check as check
 from .. import buffers, threads
 from ..backend import get_array_module, host_module, sliding_window_view
 from ..function import Function
@@ -194,7 +195,8 @@ class WideColumns(Columns):
 
 class Conv2d(Function):
     def __init__(self, stride=1, padding=0):
-        self.stride, self.padding = stride, padding
+        self.stride = check.integer("conv2d", "stride", stride)  # 0 divided by zero
+        self.padding = check.integer("conv2d", "padding", padding, low=0)
 
     def forward(self, x, W, b=None):
         if x.ndim != 4 or W.ndim != 4 or x.shape[1] != W.shape[1]:
