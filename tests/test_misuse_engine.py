@@ -1079,3 +1079,32 @@ def test_a_buffer_must_be_an_array(value):
     with pytest.raises(TypeError, match="Linear.register_buffer: extra must be an array"):
         layer.register_buffer("extra", value)  # was: kept, then save or load failed on it
     assert "extra" not in layer.state_dict()
+
+
+@pytest.mark.parametrize("value, inside", [(1.0, True), (2, True), (5.0, False),
+                                           (tu.tensor(2.0), True), (np.float32(7), False)],
+                         ids=repr)
+def test_membership_is_numpys(value, inside):
+    assert (value in tu.tensor([[1.0, 2.0], [3.0, 4.0]])) is inside  # 1.0 in t was False
+
+
+@pytest.mark.parametrize("convert", [np.asarray, np.array, lambda t: np.array([t, t]),
+                                     lambda t: np.stack([t])], ids=["asarray", "array",
+                                                                     "list", "stack"])
+def test_numpy_conversion_of_a_tensor_is_explicit(convert):
+    big = tu.tensor(np.ones(10 ** 6))
+    with pytest.raises(TypeError, match=r"np.asarray: a Tensor converts to NumPy explicitly, "
+                                        r"with t.numpy\(\)"):
+        convert(big)  # was: a million GetItem nodes, into an object array of 0-d tensors
+
+
+@pytest.mark.parametrize("data", [[tu.tensor(1.0), tu.tensor(2.0)], (tu.tensor([1.0]),)],
+                         ids=["0-d", "1-d"])
+def test_a_tensor_made_of_tensors_says_how(data):
+    with pytest.raises(TypeError, match=r"tensor: data must be numbers .*t.numpy\(\)"):
+        tu.tensor(data)
+
+
+def test_a_list_holding_tensors_as_an_operand_is_a_type_error_naming_the_op():
+    with pytest.raises(TypeError, match="Mul: operands must be Tensors, numbers or numeric"):
+        tu.tensor([1.0, 2.0]) * [tu.tensor(1.0), tu.tensor(2.0)]

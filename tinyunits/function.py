@@ -92,7 +92,7 @@ def _constant(name, x, like: Tensor) -> Tensor:
     elif scalar or isinstance(x, (list, tuple)):
         try:
             value = np.asarray(x)
-        except ValueError:  # a ragged list
+        except (TypeError, ValueError):  # a ragged list, a list holding Tensors
             pass
     if value is None or value.dtype.kind not in ("b", "i", "u", "f"):
         check.fail(name, "operands", "Tensors, numbers or numeric arrays", x, TypeError)

@@ -190,6 +190,20 @@ class Tensor:
                             f"got shape {self.shape}")
         return (self[i] for i in range(len(self._data)))
 
+    def __contains__(self, value):
+        # as NumPy's `value in array`: without this, Python compares each row with `==`,
+        # which a Tensor does not define, so `1.0 in tensor([1.0])` was False
+        value = value._data if isinstance(value, Tensor) else value
+        return (self._data == value).any().item()
+
+    def __array__(self, dtype=None, copy=None):
+        # without this, NumPy reads a tensor as a nested sequence, one element at a time
+        # through __getitem__ (a graph node each: minutes for a large tensor), into an
+        # object array of 0-d tensors that nothing downstream can use
+        raise TypeError(f"np.asarray: a Tensor converts to NumPy explicitly, with t.numpy() "
+                        f"(a host copy) or t.data (its array), got a tensor of shape "
+                        f"{self.shape}")
+
     def __bool__(self):
         # without this, bool() would fall back on __len__: tensor([0.0]) would be True
         if self.size != 1:
