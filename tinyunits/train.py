@@ -73,7 +73,7 @@ def _check_data(where, name, data, dtype):
     Runs once per call on the whole data set (one host sync on a device array),
     never per batch.
     """
-    top = backend.host_module().finfo(dtype).max
+    limit = float(backend.host_module().finfo(dtype).max)
     if not isinstance(data, (tuple, list)) or len(data) != 2:
         check.fail(where, name, "a pair (X, y)", data, TypeError)
     for part, a in zip("Xy", data):
@@ -86,9 +86,9 @@ def _check_data(where, name, data, dtype):
             check.fail(where, f"{name} {part}", "finite (no NaN or inf)", "non-finite values")
         floating = a.dtype.kind == "f" and a.size
         largest = backend.get_array_module(a).abs(a).max().item() if floating else 0
-        if largest > top:
+        if largest > limit:
             check.fail(where, f"{name} {part}", f"within the range of the model's {dtype} "
-                       f"(|values| <= {top:.3g}; they are cast to it)", largest)
+                       f"(|values| <= {limit:.3g}; they are cast to it)", largest)
     X, y = data
     if len(X) == 0:
         check.fail(where, f"{name} X", "non-empty", f"shape {tuple(X.shape)}")
