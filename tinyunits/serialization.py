@@ -83,30 +83,24 @@ def _host_array(name, value):
     array, a number or a list of numbers; anything else (a nested dict, a list of
     tensors, a string) is a TypeError naming the entry, raised before the file is touched."""
     np = backend.host_module()
-    if not isinstance(name, str) or name == _MODEL_KEY:
-        raise TypeError(f"save: every name must be a str other than {_MODEL_KEY!r}, got "
-                        f"{name!r}")
     if isinstance(value, Tensor):  # saved as its array; load gives the array back
         value = value.data
+    array = None
     if backend.is_array(value):
         array = backend.to_host(value)
-    elif isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
-        array = None  # NumPy would read each tensor element by element, into objects
-    else:
-        try:
+    elif not (isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value)):
+        try:  # (a list of tensors NumPy would read element by element, into objects)
             array = np.asarray(value)
         except ValueError:  # a ragged list
-            array = None
-    if array is None or array.dtype.kind not in "biufc":
-        raise TypeError(f"save: entry {name!r} must be a numeric array, a Tensor or a number "
-                        "(one flat dict of them: name nested entries 'model.weight', or save "
-                        f"each part to its own file), got {_described(value)}")
+            pass
+    if (not isinstance(name, str) or name == _MODEL_KEY or array is None
+            or array.dtype.kind not in "biufc"):
+        kind = type(value).__name__
+        raise TypeError(f"save: every entry must be a numeric array, a Tensor or a number "
+                        f"under a str name other than {_MODEL_KEY!r} (one flat dict: name "
+                        "nested entries 'model.weight', or save each part to its own file), "
+                        f"got {name!r}: {kind if array is None else array.dtype}")
     return array
-
-
-def _described(value):
-    kind = type(value).__name__
-    return f"{kind} of dtype {value.dtype}" if hasattr(value, "dtype") else kind
 
 
 def _prefix(target):
