@@ -21,15 +21,16 @@
 // phi and phi', as in tinyunits/ops/elementwise.py (GELU: the tanh approximation).
 
 #if PHI == PHI_GELU
-// z clipped to [-GELU_SATURATED, GELU_SATURATED] (ops' GELU.SATURATED), as ops.gelu does: past it tanh is +-1 exactly
-// in float and double, so nothing changes, but z^3 and phi''s z * z stay finite
-// (unclipped, a large |z| gave phi' inf * 0 = NaN)
+// z clipped to [-GELU_SATURATED, GELU_SATURATED] (ops' GELU.SATURATED), as ops.gelu does:
+// past it tanh is +-1 exactly in float and double, so nothing changes, but z^3 and phi''s
+// z * z stay finite (unclipped, a large |z| gave phi' inf * 0 = NaN)
 __device__ scalar_t gelu_saturated(scalar_t z)
 {
     const scalar_t bound = scalar_t(GELU_SATURATED);
     return z > bound ? bound : (z < -bound ? -bound : z);
 }
 #endif
+
 __device__ scalar_t phi(scalar_t z)
 {
 #if PHI == PHI_RELU
