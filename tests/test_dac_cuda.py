@@ -180,6 +180,23 @@ def test_emulated_float32_kernels_match_numpy(emulator, monkeypatch, rng, activa
 
 
 @needs_gxx
+@pytest.mark.parametrize("dtype, big", [("float64", 1e160), ("float32", 1e20)])
+def test_emulated_gelu_kernels_are_finite_at_a_large_magnitude(emulator, monkeypatch, rng,
+                                                               dtype, big):
+    """phi'(z) of GELU for |z| large enough that z * z overflows was inf * 0 = NaN; the
+    kernels clip z as ops.gelu does, so they agree with NumPy there too."""
+    dense = dense_case(rng, *DENSE[1])
+    conv = conv_case(rng, *CONV[1])
+    for arrays in (dense, conv):
+        arrays[2][::2] = big * np.sign(arrays[2][::2])  # B: every other unit far out
+    errors = emulated_vs_numpy(emulator, monkeypatch, lambda: DACLinearFn("gelu"), dense, dtype)
+    stride, padding = CONV[1][-2:]
+    errors += emulated_vs_numpy(emulator, monkeypatch,
+                                lambda: DACConv2dFn(stride, padding, "gelu"), conv, dtype)
+    assert max(errors) < TOLERANCE[dtype], errors  # inf where a kernel gave NaN
+
+
+@needs_gxx
 def test_emulated_kernels_skip_dx_for_an_input_without_gradient(emulator, monkeypatch, rng):
     # a network's input: no dx kernel runs, dW and dB are still right
     x, W, B, g = dense_case(rng, *DENSE[1])

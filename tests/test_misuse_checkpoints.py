@@ -218,3 +218,68 @@ def test_every_kind_of_path_round_trips(tmp_path, kind, monkeypatch):
     loaded = tu.load(path, nn.Linear(3, 2))
     np.testing.assert_array_equal(host(loaded.weight.data), host(model.weight.data))
     assert real.is_file() and temporaries(tmp_path) == []
+
+
+# ------------------------------------- review round: the containers a user will hand to save
+ROUND_TRIPS = {
+    "dict of tensors": lambda: {"w": tu.tensor([[1.0, 2.0]]), "b": tu.tensor([0.5])},
+    "dict of parameters": lambda: dict(nn.Linear(3, 2).named_parameters()),
+    "tensors, arrays and numbers": lambda: {"w": tu.tensor([1.0, -2.0]), "step": 7,
+                                            "lr": 0.01, "mask": np.array([True, False]),
+                                            "grid": [[1, 2], [3, 4]]},
+    "integer tensor": lambda: {"labels": tu.tensor([3, 1, 2])},
+    "0-d tensor": lambda: {"loss": tu.tensor(0.25)},
+}
+
+
+def _as_array(value):
+    return host(value.data) if isinstance(value, tu.Tensor) else np.asarray(value)
+
+
+@pytest.mark.parametrize("name", sorted(ROUND_TRIPS))
+def test_a_dict_of_tensors_arrays_and_numbers_round_trips(tmp_path, name):
+    state = ROUND_TRIPS[name]()
+    tu.save(state, tmp_path / "state.npz")  # a dict of tensors was a TypeError ("object")
+    back = tu.load(tmp_path / "state.npz")
+    assert sorted(back) == sorted(state)
+    for key, value in state.items():
+        expected = _as_array(value)
+        assert back[key].dtype == expected.dtype and back[key].shape == expected.shape
+        np.testing.assert_array_equal(back[key], expected)
+
+
+def test_a_saved_dict_of_a_modules_parameters_loads_into_the_module(tmp_path):
+    source, target = nn.Linear(3, 2), nn.Linear(3, 2)
+    tu.save(dict(source.named_parameters()), tmp_path / "p.npz")
+    tu.load(tmp_path / "p.npz", target)
+    np.testing.assert_array_equal(host(target.weight.data), host(source.weight.data))
+
+
+REFUSED = {
+    "nested dict": lambda: {"model": {"w": np.ones(2)}, "epoch": 3},
+    "state_dict inside": lambda: {"model": nn.Linear(2, 2).state_dict()},
+    "list of tensors": lambda: {"ws": [tu.tensor([1.0]), tu.tensor([2.0])]},
+    "module inside": lambda: {"model": nn.Linear(2, 2)},
+    "string": lambda: {"name": "run 3"},
+    "None": lambda: {"scheduler": None},
+    "ragged list": lambda: {"r": [[1.0], [1.0, 2.0]]},
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_a_container_save_cannot_write_is_refused_before_touching_the_file(tmp_path, name):
+    path = tmp_path / "best.npz"
+    tu.save(nn.Linear(2, 2), path)
+    before = path.read_bytes()
+    with pytest.raises(TypeError, match=r"save: every entry must be a numeric array, a "
+                                        r"Tensor or a number .*got '\w+': \S+"):
+        tu.save(REFUSED[name](), path)
+    assert path.read_bytes() == before and temporaries(tmp_path) == []
+
+
+@pytest.mark.parametrize("obj", [[np.ones(2)], (np.ones(2),), np.ones(2), tu.tensor([1.0]),
+                                 None], ids=repr)
+def test_save_of_what_is_neither_a_module_nor_a_dict_is_a_type_error(tmp_path, obj):
+    with pytest.raises(TypeError, match="save: obj must be a Module or a dict"):
+        tu.save(obj, tmp_path / "x.npz")
+    assert list(tmp_path.iterdir()) == []

@@ -319,3 +319,86 @@ def test_fit_and_evaluate_hand_every_module_back_in_its_mode(call, failure, star
     except (RuntimeError, FloatingPointError, ValueError):
         assert failure != "none"
     assert [m.training for _, m in model.named_modules()] == modes
+
+
+# ------------------------------------------ review round: data of another dtype than the model
+class _Spy(nn.Module):
+    """The model, noting the dtype of every input it is given."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.seen = model, []
+
+    def forward(self, x):
+        self.seen.append(str(x.dtype))
+        return self.model(x)
+
+
+def _net(dtype):
+    return nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).astype(dtype)
+
+
+def _data_of(dtype, n=40):
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(n, 3)).astype(dtype), rng.integers(0, 2, n)
+
+
+@pytest.mark.parametrize("default", ["float32", "float64"])
+@pytest.mark.parametrize("model_dtype", ["float32", "float64"])
+@pytest.mark.parametrize("data_dtype", ["float32", "float64"])
+@pytest.mark.parametrize("call", ["fit", "evaluate"])
+def test_floating_data_are_cast_to_the_models_dtype(call, data_dtype, model_dtype, default):
+    tu.set_default_dtype(default)
+    spy = _Spy(_net(model_dtype))
+    X, y = _data_of(data_dtype)
+    if call == "fit":  # was: a float64 model refused float64 data (cast to the default)
+        fit(spy, tu.ops.cross_entropy, optim.SGD(spy.parameters(), lr=0.1), (X, y),
+            val_data=(X, y), batch_size=16)
+    else:
+        evaluate(spy, X, y, loss_fn=tu.ops.cross_entropy)
+    assert set(spy.seen) == {model_dtype}
+    assert all(str(p.dtype) == model_dtype for p in spy.parameters())
+
+
+@pytest.mark.parametrize("model_dtype", ["float32", "float64"])
+def test_floating_targets_are_cast_to_the_models_dtype(model_dtype):
+    model = nn.Linear(3, 2).astype(model_dtype)
+    X, _ = _data_of("float64")
+    targets = []
+
+    def loss_fn(out, target):
+        targets.append(str(target.dtype))
+        return tu.ops.mse_loss(out, target)
+    fit(model, loss_fn, optim.SGD(model.parameters(), lr=0.01), (X, X[:, :2] * 2.0))
+    assert set(targets) == {model_dtype}
+    assert model.weight.grad.dtype == np.dtype(model_dtype)
+
+
+class _Zeros(nn.Module):
+    def forward(self, x):
+        return tu.tensor(np.zeros((len(x), 2)))
+
+
+def test_integer_data_keep_their_dtype():
+    spy = _Spy(_Zeros())
+    evaluate(spy, np.arange(12, dtype=np.uint8).reshape(4, 3), np.zeros(4, dtype=int))
+    assert spy.seen == ["uint8"]
+
+
+@pytest.mark.parametrize("call", ["fit", "evaluate"])
+def test_values_the_models_dtype_cannot_hold_are_refused(call):
+    model = _net("float32")
+    X, y = _data_of("float64")
+    X[3, 1] = -1e39  # finite in float64, inf once cast to float32
+    with pytest.raises(ValueError, match=rf"{call}: \w+ X must be within the range of the "
+                                         r"model's float32 .*got 1e\+39"):
+        if call == "fit":
+            fit(model, tu.ops.cross_entropy, optim.SGD(model.parameters(), lr=0.1), (X, y))
+        else:
+            evaluate(model, X, y)
+
+
+def test_a_model_of_two_dtypes_is_refused():
+    model = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).astype("float64"))
+    with pytest.raises(ValueError, match=r"fit: model must be of one floating dtype .*float32"):
+        fit(model, tu.ops.cross_entropy, optim.SGD(model.parameters(), lr=0.1), _data_of("float32"))

@@ -214,3 +214,56 @@ def _pruned():
     layer = nn.FocusingLinear(6, 2, sigma_init=0.1)
     layer.prune(0.5)
     return layer
+
+
+# ------------------------------------------ review round: a loaded state the unit cannot hold
+BAD_BREAKPOINTS = {"unsorted": [1.0, 0.0, -1.0], "repeated": [-1.0, 0.0, 0.0],
+                   "nan": [-1.0, np.nan, 1.0], "inf": [-np.inf, 0.0, 1.0],
+                   "wrong length": [-1.0, 1.0], "2-d": [[-1.0, 0.0, 1.0]]}
+BREAKPOINT_WORDS = {"unsorted": "strictly increasing", "repeated": "strictly increasing",
+                    "nan": "finite", "inf": "finite", "wrong length": "shape",
+                    "2-d": "shape"}
+
+
+def _tmaf_net(kind):
+    return nn.Sequential(nn.Linear(3, 3), nn.TMAF(3, [-1.0, 0.0, 1.0], kind=kind))
+
+
+@pytest.mark.parametrize("kind", ["diagonal", "tridiagonal"])
+@pytest.mark.parametrize("bad", sorted(BAD_BREAKPOINTS))
+@pytest.mark.parametrize("how", ["load_state_dict", "tu.load"])
+def test_tmaf_refuses_to_load_breakpoints_it_would_refuse_to_be_built_with(tmp_path, kind,
+                                                                           bad, how):
+    net = _tmaf_net(kind)
+    before = {k: host(v).copy() for k, v in net.state_dict().items()}
+    state = {k: host(v) for k, v in net.state_dict().items()}
+    state["1.breakpoints"] = np.array(BAD_BREAKPOINTS[bad])
+    state["0.weight"] = state["0.weight"] + 1  # a good entry: must not be written either
+    with pytest.raises(ValueError, match=BREAKPOINT_WORDS[bad]):
+        if how == "tu.load":
+            np.savez(tmp_path / "other.npz", **state)  # (save refuses NaN: written by hand)
+            tu.load(tmp_path / "other.npz", net)
+        else:
+            net.load_state_dict(state)  # was: loaded, the bins then counted wrong
+    after = {k: host(v) for k, v in net.state_dict().items()}
+    assert all(np.array_equal(before[k], after[k]) for k in before)
+
+
+def test_tmaf_loads_other_valid_breakpoints():
+    net = _tmaf_net("diagonal")
+    state = {k: host(v) for k, v in net.state_dict().items()}
+    state["1.breakpoints"] = np.array([-2.0, 0.5, 3.0])
+    net.load_state_dict(state)
+    np.testing.assert_array_equal(host(net[1].breakpoints), [-2.0, 0.5, 3.0])
+
+
+@pytest.mark.parametrize("make, shape", [pytest.param(m, s, id=n) for n, m, s in LAYERS])
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_every_unit_refuses_to_load_a_non_finite_parameter(make, shape, value):
+    layer = make()
+    name = next(iter(dict(layer.named_parameters())))
+    state = {k: host(v).copy() for k, v in layer.state_dict().items()}
+    state[name].flat[0] = value
+    with pytest.raises(ValueError, match=f"{name} must be finite"):
+        layer.load_state_dict(state)  # was loaded: the model then computed NaN
+    assert np.isfinite(host(dict(layer.named_parameters())[name].data)).all()

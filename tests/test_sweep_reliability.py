@@ -258,6 +258,75 @@ def test_a_trial_that_changes_its_settings_fails_and_the_callers_dict_is_kept(tm
     assert trials == [{"x": 1}]
 
 
+def counts(settings):
+    """Notes each call in the file settings["log"] names, then breaks the rules (or not)."""
+    with open(settings["log"], "a") as f:
+        f.write("call\n")
+    if settings["how"] == "exit":
+        sys.exit(0)
+    if settings["how"] == "mutate":
+        settings["extra"] = 1
+    if settings["how"] == "mutate and raise":
+        settings["log"] = "elsewhere"
+        raise ValueError("after changing them")
+    if settings["how"] == "raise":
+        raise ValueError("an ordinary failure")
+    if settings["how"] == "sleep":
+        time.sleep(60)
+    return {"ok": 1}
+
+
+RULE_BREAKS = {"exit": "called sys.exit", "mutate": "changed the settings it was given",
+               "sleep": "timed out"}
+
+
+@pytest.mark.parametrize("how", sorted(RULE_BREAKS))
+@pytest.mark.parametrize("where", ["serial", "child", "dask"])
+def test_a_trial_that_breaks_the_rules_is_recorded_once_and_not_tried_again(tmp_path, how,
+                                                                            where):
+    if where == "dask":
+        pytest.importorskip("distributed")
+    if how == "sleep" and where == "serial":
+        pytest.skip("a time limit needs timeout=, which runs the trial in a child")
+    log = tmp_path / "calls.log"
+    kwargs = {"timeout": 3 if how == "sleep" else (30 if where == "child" else None),
+              "workers": 1 if where == "dask" else None}
+    with pytest.warns(RuntimeWarning, match="1 of 1 trials of 'r' failed"):
+        assert sweep.run("r", counts, [{"log": str(log), "how": how}],
+                         store=str(tmp_path / "s.sqlite"), **kwargs) == [None]
+    (row,) = sweep.load("r", str(tmp_path / "s.sqlite"))
+    assert row["status"] == "failed" and RULE_BREAKS[how] in row["error"]
+    assert row["attempts"] == 1  # was 2: sys.exit and changed settings were tried again
+    assert log.read_text().count("call") == 1
+
+
+@pytest.mark.parametrize("how", ["raise", "mutate and raise"])
+def test_a_trial_that_raises_is_still_tried_twice(tmp_path, how):
+    log = tmp_path / "calls.log"
+    with pytest.warns(RuntimeWarning, match="1 of 1 trials of 'r' failed 2 times"):
+        sweep.run("r", counts, [{"log": str(log), "how": how}], store=str(tmp_path / "s.sqlite"))
+    (row,) = sweep.load("r", str(tmp_path / "s.sqlite"))
+    assert row["attempts"] == 2 and "ValueError" in row["error"]
+    assert log.read_text().count("call") == 2
+
+
+def types_and_product(settings):
+    scaled = np.ones(2, dtype=np.float32) * settings["lr"]
+    return {"lr": type(settings["lr"]).__name__, "pair": type(settings["pair"]).__name__,
+            "keys": sorted(map(type, settings["table"]), key=str) == [str],
+            "dtype": str(scaled.dtype)}
+
+
+@pytest.mark.parametrize("where", ["serial", "child"])
+def test_a_trial_gets_its_settings_as_the_store_keys_them_wherever_it_runs(tmp_path, where):
+    """np.float64(0.1) and 0.1 are one key; serially the trial got the NumPy scalar, which
+    makes float32 arithmetic float64, and in a child the float: two results for one key."""
+    trial = {"lr": np.float64(0.1), "pair": (1, 2), "table": {3: "a"}}
+    (result,) = sweep.run("t", types_and_product, [trial], store=str(tmp_path / "s.sqlite"),
+                          timeout=30 if where == "child" else None)
+    assert result == {"lr": "float", "pair": "list", "keys": True, "dtype": "float32"}
+
+
 def test_timeout_sys_exit_and_mutation_on_dask_workers(tmp_path):
     pytest.importorskip("distributed")
     store = str(tmp_path / "s.sqlite")

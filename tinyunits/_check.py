@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 
 
 def fail(where: str, name: str, expected: str, got, error=ValueError):
@@ -85,3 +86,23 @@ def unknown_keywords(where, given, allowed):
         if key not in allowed:
             raise TypeError(f"{where}: unknown argument {key!r}; expected one of "
                             f"{sorted(allowed)}")
+
+
+# how the library's own messages begin: "<Callable>: " (as fail writes them), with the
+# callable's arguments where it shows them ("MaxPool2d(2): ")
+_NAMED = re.compile(r"[A-Za-z_][\w.]*(\([^)]*\))?: ")
+
+
+def from_op(op, arrays, err):
+    """`err`, raised inside the forward of op (a Function's name) on `arrays`, in the
+    library's form: NumPy's own messages (a broadcast, a reshape, a concatenation that
+    does not fit) name neither the op nor the shapes that met there. An error that
+    already names its callable is returned unchanged."""
+    if _NAMED.match(str(err)):
+        return err
+    got = ", ".join(f"{tuple(a.shape)} {a.dtype}" for a in arrays)
+    message = f"{op}: {str(err).strip()}; got inputs {got}"
+    try:
+        return type(err)(message)
+    except TypeError:  # an exception class that wants other arguments (UFuncTypeError)
+        return next(e for e in (IndexError, ValueError, TypeError) if isinstance(err, e))(message)

@@ -43,7 +43,13 @@ class Function:
                 return self(*_constants_to_tensors(type(self).__name__, inputs))
             arrays.append(x._data)
             record = record or x.requires_grad
-        y = ensure_array(self.forward(*arrays))
+        try:
+            y = ensure_array(self.forward(*arrays))
+        except (ValueError, TypeError, IndexError) as err:  # free until something raises
+            named = check.from_op(type(self).__name__, arrays, err)
+            if named is err:
+                raise
+            raise named from err
         version = inputs[0]._shared_version() if self.view else None
         if record and _Config.enable_grad:
             self.inputs, self.stamp = inputs, _Version.latest  # backward checks the stamp
@@ -86,14 +92,22 @@ def _constant(name, x, like: Tensor) -> Tensor:
     elif scalar or isinstance(x, (list, tuple)):
         try:
             value = np.asarray(x)
-        except ValueError:  # a ragged list
+        except (TypeError, ValueError):  # a ragged list, a list holding Tensors
             pass
     if value is None or value.dtype.kind not in ("b", "i", "u", "f"):
         check.fail(name, "operands", "Tensors, numbers or numeric arrays", x, TypeError)
-    if like.dtype.kind == "f":
-        dtype = like.dtype
-    else:  # a Python number itself, so that NumPy treats it as weak
-        dtype = np.result_type(like.dtype, x if scalar else value.dtype)
+    # a Python number itself, so that NumPy treats it as weak
+    dtype = constant_dtype(like.dtype, x if scalar else value.dtype)
     if backend.is_array(x):  # stays on its backend: a host array beside a device
         return Tensor(x if x.dtype == dtype else x.astype(dtype))  # one is refused there
     return Tensor(backend.get_array_module(like._data).asarray(value, dtype=dtype))
+
+
+def constant_dtype(dtype, constant):
+    """The dtype of an op between a tensor of `dtype` and a constant (a number or a
+    dtype), by the rule of the module docstring: a floating tensor keeps its own, an
+    integer or bool one follows NumPy (leaky_relu's slope, a pooling's 1/k^2, dropout's
+    1/(1-p) make an integer tensor float64, never truncated)."""
+    if dtype.kind == "f":
+        return dtype
+    return backend.host_module().result_type(dtype, constant)

@@ -1,6 +1,6 @@
 """Checkpoints as .npz files: written atomically, read without pickle.
 
-    tu.save(model, "model.npz")          # or a plain {name: array} dict
+    tu.save(model, "model.npz")          # or a flat {name: array, Tensor or number} dict
     tu.load("model.npz", model)          # copies into model, checking every key and shape
 
 The file holds one array per parameter and buffer plus `"__model__"`, the class
@@ -35,13 +35,15 @@ import zipfile
 import zlib
 
 from . import backend
+from .tensor import Tensor
 
 _MODEL_KEY = "__model__"
 STALE_AFTER = 600.0  # seconds a temporary must be untouched before another save removes it
 
 
 def save(obj, path) -> None:
-    """Save a Module's state_dict (or a dict of arrays) to `path` (.npz)."""
+    """Save a Module's state_dict, or a flat dict of arrays, Tensors and numbers, to
+    `path` (.npz); load(path) gives that dict back with an array for each entry."""
     np = backend.host_module()
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"save: path must be a str or path-like, got {type(path).__name__}")
@@ -49,12 +51,7 @@ def save(obj, path) -> None:
         raise TypeError(f"save: obj must be a Module or a dict of arrays, got "
                         f"{type(obj).__name__}")
     state = obj.state_dict() if hasattr(obj, "state_dict") else dict(obj)
-    arrays = {}
-    for name, a in state.items():
-        arrays[name] = backend.to_host(a) if backend.is_array(a) else np.asarray(a)
-        if not isinstance(name, str) or name == _MODEL_KEY or arrays[name].dtype.kind not in "biufc":
-            raise TypeError(f"save: every entry must be a numeric array under a str name "
-                            f"other than {_MODEL_KEY!r}, got {name!r}: {arrays[name].dtype}")
+    arrays = {name: _host_array(name, a) for name, a in state.items()}
     bad = _non_finite(arrays)
     if bad is not None:
         raise ValueError(f"save: obj must hold finite values only (load refuses NaN and inf), "
@@ -79,6 +76,31 @@ def save(obj, path) -> None:
         if isinstance(err, OSError):
             raise _write_error(os.fspath(path), err) from err
         raise
+
+
+def _host_array(name, value):
+    """The host array save writes for one entry of a dict: a numeric array, a Tensor's
+    array, a number or a list of numbers; anything else (a nested dict, a list of
+    tensors, a string) is a TypeError naming the entry, raised before the file is touched."""
+    np = backend.host_module()
+    if isinstance(value, Tensor):  # saved as its array; load gives the array back
+        value = value.data
+    array = None
+    if backend.is_array(value):
+        array = backend.to_host(value)
+    elif not (isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value)):
+        try:  # (a list of tensors NumPy would read element by element, into objects)
+            array = np.asarray(value)
+        except ValueError:  # a ragged list
+            pass
+    if (not isinstance(name, str) or name == _MODEL_KEY or array is None
+            or array.dtype.kind not in "biufc"):
+        kind = type(value).__name__
+        raise TypeError(f"save: every entry must be a numeric array, a Tensor or a number "
+                        f"under a str name other than {_MODEL_KEY!r} (one flat dict: name "
+                        "nested entries 'model.weight', or save each part to its own file), "
+                        f"got {name!r}: {kind if array is None else array.dtype}")
+    return array
 
 
 def _prefix(target):

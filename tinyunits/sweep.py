@@ -13,12 +13,14 @@ included, so it gives the same numbers on any worker and in any order::
                      store="lessons/results/sweeps.sqlite", workers=2)
 
 run() returns one result dict per trial, in the order of `trials` (None for a
-trial that failed twice). Every finished trial is written to the store at once,
+trial that failed). Every finished trial is written to the store at once,
 so a re-run skips what has finished and a killed sweep loses at most the trials
-that were running. A trial that raises (or calls sys.exit, or changes the settings
-it was given) is recorded with its traceback, tried once more, and reported at the
-end; the others go on. With ``timeout=`` seconds, each trial runs in a process of
-its own that is stopped past the limit (recorded as failed, not tried again).
+that were running. A trial that raises is recorded with its traceback, tried once
+more, and reported at the end; the others go on. A trial that breaks the rules
+(calls sys.exit, or changes the settings it was given) would do so again: it is
+recorded as failed once and not tried again. With ``timeout=`` seconds, each trial
+runs in a process of its own that is stopped past the limit (recorded as failed,
+not tried again either).
 
 A trial's identity is its settings *and its code*: code_identity(fn) hashes the
 source of fn and of every function, class and constant of fn's own module that fn
@@ -89,7 +91,6 @@ turn all three back. No pickle.
 import ast
 import base64
 import contextlib
-import copy
 import datetime
 import functools
 import hashlib
@@ -119,6 +120,8 @@ TRIES = 2  # a raising trial is tried once more, in the same run
 BLAS_THREADS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 INSTALL_HINT = 'pip install -e ".[cluster]"'
 TIMED_OUT = "sweep: timed out"  # begins the error of a trial stopped at its time limit
+BROKE_RULES = "sweep: the trial broke the rules"  # begins that of one that exited or mutated
+FINAL = (TIMED_OUT, BROKE_RULES)  # a trial whose error begins so fails for good
 
 COLUMNS = ("sweep", "key", "settings", "status", "result", "error", "attempts", "seconds",
            "worker", "finished")
@@ -406,37 +409,43 @@ def attempt(fn, settings, timeout=None):
 
     Runs where the trial runs, so the traceback is formatted there and the result
     is checked and encoded there: nothing but text comes back. code is fn's
-    code_identity as this process sees it. fn gets a copy of the settings; a trial
-    that changes it anyway, or calls sys.exit, fails. It runs with BLAS on one thread
+    code_identity as this process sees it. fn gets a copy of the settings made through
+    their JSON, wherever it runs (a tuple arrives as a list, a NumPy number as a Python
+    one); a trial that changes it anyway, or calls sys.exit, fails for good (its error
+    begins with BROKE_RULES). It runs with BLAS on one thread
     (one_blas_thread). With a timeout, the trial runs in a child process that is killed
-    past `timeout` seconds (it gets its settings through JSON: a tuple arrives as a list).
+    past `timeout` seconds.
     """
     if timeout is not None:
         return _attempt_in_child(fn, settings, timeout)
     start = time.perf_counter()
-    given = copy.deepcopy(settings)
+    # the settings as the store keys them, here as in a child or on a worker: a tuple is a
+    # list, np.float64(0.1) is 0.1 (a NumPy scalar would make float32 arithmetic float64
+    # here and not there: two results for one key)
+    given = json.loads(canonical(settings))
     try:
         with one_blas_thread():
             result = fn(given)
-        _same_settings(settings, given)
-        result, error = encode_result(result), None
-    except (Exception, SystemExit):  # noqa: BLE001 - any failure of a trial is recorded
+        if _same_settings(settings, given):
+            result, error = encode_result(result), None
+        else:
+            result, error = None, (f"{BROKE_RULES}: it changed the settings it was given (a "
+                                   "trial must not modify its settings dict: the store keys "
+                                   "the trial by them; copy it first)\n")
+    except SystemExit:
+        result, error = None, (f"{BROKE_RULES}: it called sys.exit (a trial returns a dict or "
+                               f"raises)\n{traceback.format_exc()}")
+    except Exception:  # noqa: BLE001 - any failure of a trial is recorded
         result, error = None, traceback.format_exc()
-        if isinstance(sys.exc_info()[1], SystemExit):
-            error += "sweep: the trial called sys.exit; a trial returns a dict or raises\n"
     return (result, error, time.perf_counter() - start, f"{socket.gethostname()}:{os.getpid()}",
             _identity_here(fn))
 
 
-def _same_settings(before, after):
+def _same_settings(before, after) -> bool:
     try:
-        changed = canonical(after) != canonical(before)
-    except (TypeError, ValueError):
-        changed = True
-    if changed:
-        raise RuntimeError("sweep.run: the trial changed the settings it was given (a trial "
-                           "must not modify its settings dict: the store keys the trial by "
-                           "them; copy it first)")
+        return canonical(after) == canonical(before)
+    except (TypeError, ValueError):  # it put something into them that is no setting
+        return False
 
 
 def _importable(fn, where):
@@ -842,8 +851,9 @@ def run(name, fn, trials, store="sweeps.sqlite", workers=None, scheduler=None, p
 
     A stored trial computed by other code (code_identity(fn) differs) is computed
     again, and a warning says how many; its old row stays until the new result is
-    stored. A trial that failed twice, or a timed-out one, gives None, and a warning
-    names it; its traceback is in the store's error column.
+    stored. A trial that failed twice, or once by timing out or breaking the rules
+    (sys.exit, changed settings), gives None, and a warning names it; its traceback is
+    in the store's error column.
     """
     trials = _check(name, fn, trials, store, workers, scheduler, timeout)
     code = _identity_here(fn)
@@ -866,7 +876,7 @@ def run(name, fn, trials, store="sweeps.sqlite", workers=None, scheduler=None, p
             def report(key, result, error, seconds, worker, ran, tries):
                 """Store one attempt; True when the trial is done (or not worth a retry)."""
                 _record(db, name, key, canonical(todo[key]), result, error, seconds, worker, ran)
-                last = error is None or tries >= TRIES or error.startswith(TIMED_OUT)
+                last = error is None or tries >= TRIES or error.startswith(FINAL)
                 if error is not None and last:
                     failed[key] = error
                 if last:
@@ -886,7 +896,8 @@ def run(name, fn, trials, store="sweeps.sqlite", workers=None, scheduler=None, p
     if failed:
         last = next(iter(failed.values())).strip().splitlines()[-1]
         warnings.warn(f"sweep.run: {len(failed)} of {len(todo)} trials of {name!r} failed "
-                      f"{TRIES} times or timed out (first: {last}); their tracebacks are in "
+                      f"{TRIES} times, timed out or broke the rules (first: {last}); their "
+                      f"tracebacks are in "
                       f"{store}'s error column, and a re-run tries them again", RuntimeWarning,
                       stacklevel=2)
     other = {k for k in todo if k in done and done[k][1] != code and k not in failed}

@@ -177,7 +177,32 @@ class Tensor:
     T = property(lambda self: self.transpose())
 
     def __len__(self):
+        if self.ndim == 0:  # NumPy's own TypeError names neither tensors nor the call
+            raise TypeError(f"len: a 0-d tensor has no length (its value is item()), "
+                            f"got shape {self.shape}")
         return len(self._data)
+
+    def __iter__(self):
+        # without this, iteration falls back on __getitem__ until an IndexError: a 0-d
+        # tensor would iterate as empty, not fail as a NumPy scalar array does
+        if self.ndim == 0:
+            raise TypeError(f"iter: a 0-d tensor cannot be iterated (its value is item()), "
+                            f"got shape {self.shape}")
+        return (self[i] for i in range(len(self._data)))
+
+    def __contains__(self, value):
+        # as NumPy's `value in array`: without this, Python compares each row with `==`,
+        # which a Tensor does not define, so `1.0 in tensor([1.0])` was False
+        value = value._data if isinstance(value, Tensor) else value
+        return (self._data == value).any().item()
+
+    def __array__(self, dtype=None, copy=None):
+        # without this, NumPy reads a tensor as a nested sequence, one element at a time
+        # through __getitem__ (a graph node each: minutes for a large tensor), into an
+        # object array of 0-d tensors that nothing downstream can use
+        raise TypeError(f"np.asarray: a Tensor converts to NumPy explicitly, with t.numpy() "
+                        f"(a host copy) or t.data (its array), got a tensor of shape "
+                        f"{self.shape}")
 
     def __bool__(self):
         # without this, bool() would fall back on __len__: tensor([0.0]) would be True
@@ -196,6 +221,9 @@ class Tensor:
         return backend.to_host(self._data).copy()
 
     def item(self):
+        if self.size != 1:  # NumPy's message names no tensor and no shape
+            raise ValueError(f"item: a tensor of shape {self.shape} has {self.size} elements; "
+                             "item() gives the value of one (index or reduce it first)")
         return self._data.item()
 
     def detach(self) -> "Tensor":
@@ -361,6 +389,15 @@ def _seed_gradient(grad, out: Tensor):
     return grad.astype(out.dtype, copy=False)
 
 
+def _refuse_gradient(leaf: Tensor) -> None:
+    """A leaf of an integer or bool dtype cannot hold a gradient: it would be truncated
+    (tu.tensor refuses requires_grad=True for one; setting it later gets here)."""
+    raise TypeError(f"backward: a leaf tensor that requires grad must be floating (only "
+                    "floats have gradients: one in its dtype would be truncated), got dtype "
+                    f"{leaf.dtype} (shape {tuple(leaf.shape)}); make it with a float dtype, "
+                    "or set requires_grad=False")
+
+
 def _topological_order(root: Tensor) -> list:
     """Tensors reachable from root, each after all its inputs.
 
@@ -379,6 +416,8 @@ def _topological_order(root: Tensor) -> list:
         expanded.add(id(t))
         inputs = t.creator.inputs if t.creator is not None else None
         if inputs is None:  # a leaf (or a freed node): nothing below it
+            if t._data.dtype.kind != "f":  # checked before any .grad is written
+                _refuse_gradient(t)
             order.append(t)
             continue
         stack.append((t, True))

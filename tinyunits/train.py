@@ -4,7 +4,12 @@
                   train_data=(x_train, y_train), val_data=(x_val, y_val),
                   epochs=20, batch_size=128, metric=accuracy, patience=5)
 
-Data are host arrays; each batch moves to the backend as it is used. A loss
+Data are host arrays; each batch moves to the backend as it is used, floating
+X (and floating targets y) cast to the model's dtype, the dtype of its parameters
+(float32 data for a float64 model are computed in float64, float64 data for a
+float32 model in float32: the graph stays in the model's dtype). Values that
+dtype cannot hold (1e39 for float32) are refused, not made inf. Integer data
+(labels, uint8 images) keep their dtype. A loss
 that turns NaN or infinite stops training with an error naming the epoch and
 step, instead of quietly training on garbage; so does a loss_fn that returns more
 than one value or no graph to the parameters. fit and evaluate hand the model
@@ -23,7 +28,7 @@ import sys
 from . import _check as check
 from . import backend
 from .ops.loss import CheckedLabels, label_range
-from .tensor import Tensor, no_grad, tensor
+from .tensor import Tensor, get_default_dtype, no_grad, tensor
 
 
 class History(dict):
@@ -49,13 +54,26 @@ def accuracy(logits: Tensor, labels) -> float:
     return (logits.data.argmax(axis=1) == labels).mean().item()
 
 
-def _check_data(where, name, data):
-    """(X, y): arrays of equal non-zero length, finite, labels 1-D and >= 0 if integer.
-    Returns X, y and, for integer labels, high = their maximum + 1 (else None).
+def _model_dtype(where, model):
+    """The dtype floating data are cast to: that of the model's parameters (the module
+    docstring); the default dtype for a model without any."""
+    parameters = model.parameters() if callable(getattr(model, "parameters", None)) else []
+    dtypes = sorted({str(p.dtype) for p in parameters})
+    if len(dtypes) > 1:
+        check.fail(where, "model", "of one floating dtype (cast it with model.astype), "
+                   "since the data are cast to it", f"parameters of dtypes {dtypes}")
+    return dtypes[0] if dtypes else get_default_dtype()
+
+
+def _check_data(where, name, data, dtype):
+    """(X, y): arrays of equal non-zero length, finite, labels 1-D and >= 0 if integer,
+    floating values within `dtype`'s range. Returns X, y and, for integer labels,
+    high = their maximum + 1 (else None).
 
     Runs once per call on the whole data set (one host sync on a device array),
     never per batch.
     """
+    limit = float(backend.host_module().finfo(dtype).max)
     if not isinstance(data, (tuple, list)) or len(data) != 2:
         check.fail(where, name, "a pair (X, y)", data, TypeError)
     for part, a in zip("Xy", data):
@@ -66,6 +84,11 @@ def _check_data(where, name, data):
                        f"{a.dtype} of shape {tuple(a.shape)}", TypeError)
         if a.dtype.kind == "f" and not backend.get_array_module(a).isfinite(a).all().item():
             check.fail(where, f"{name} {part}", "finite (no NaN or inf)", "non-finite values")
+        floating = a.dtype.kind == "f" and a.size
+        largest = backend.get_array_module(a).abs(a).max().item() if floating else 0
+        if largest > limit:
+            check.fail(where, f"{name} {part}", f"within the range of the model's {dtype} "
+                       f"(|values| <= {limit:.3g}; they are cast to it)", largest)
     X, y = data
     if len(X) == 0:
         check.fail(where, f"{name} X", "non-empty", f"shape {tuple(X.shape)}")
@@ -81,9 +104,14 @@ def _check_data(where, name, data):
     return X, y, None
 
 
-def _targets(y, idx, high):
+def _inputs(X, idx, dtype):
+    """A batch of X on the backend, floating data in the model's dtype."""
+    return tensor(X[idx], dtype=dtype if X.dtype.kind == "f" else None)
+
+
+def _targets(y, idx, high, dtype):
     """A batch of y on the backend; integer labels carry their data set's checked bound."""
-    return tensor(y[idx]) if high is None else CheckedLabels(backend.asarray(y[idx]), high)
+    return _inputs(y, idx, dtype) if high is None else CheckedLabels(backend.asarray(y[idx]), high)
 
 
 def _progress(iterable, total, desc, progress):
@@ -140,20 +168,22 @@ def _batches(n, batch_size, rng, shuffle):
 
 
 def evaluate(model, X, y, loss_fn=None, metric=accuracy, batch_size=1024):
-    """(mean loss or None, mean metric or None) over (X, y), in eval mode, without a graph."""
+    """(mean loss or None, mean metric or None) over (X, y), in eval mode, without a graph;
+    floating data are cast to the model's dtype (the module docstring)."""
     check.callables("evaluate", model=model, loss_fn=loss_fn, metric=metric)
     check.integer("evaluate", "batch_size", batch_size)
-    return _evaluate("evaluate", model, *_check_data("evaluate", "data", (X, y)), loss_fn,
-                     metric, batch_size)
+    dtype = _model_dtype("evaluate", model)
+    return _evaluate("evaluate", model, *_check_data("evaluate", "data", (X, y), dtype), loss_fn,
+                     metric, batch_size, dtype)
 
 
-def _evaluate(where, model, X, y, high, loss_fn, metric, batch_size):
+def _evaluate(where, model, X, y, high, loss_fn, metric, batch_size, dtype):
     losses, metrics, counts = [], [], []
     with no_grad(), _mode(model, False):
         for start in range(0, len(X), batch_size):
             idx = slice(start, start + batch_size)  # in order: a slice, not a copy
-            out = model(tensor(X[idx]))
-            target = _targets(y, idx, high)
+            out = model(_inputs(X, idx, dtype))
+            target = _targets(y, idx, high, dtype)
             counts.append(len(out))
             if loss_fn is not None:
                 losses.append(_loss_value(where, loss_fn(out, target), training=False))
@@ -176,7 +206,8 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     after_step(model) runs after every optimiser step (e.g. FocusingLinear.constrain).
     The best epoch is the lowest val loss, or the highest val metric when one is given.
     metric and patience act on val_data, so they need it. The model trains in train
-    mode and is handed back in the modes it came in.
+    mode and is handed back in the modes it came in. Floating data are cast to the
+    model's dtype, batch by batch (the module docstring).
     """
     check.callables("fit", model=model, metric=metric, after_step=after_step)
     if not callable(loss_fn):
@@ -196,9 +227,10 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     check.flag("fit", "shuffle", shuffle)
     if progress is not None:
         check.flag("fit", "progress", progress)
-    X, y, high = _check_data("fit", "train_data", train_data)
+    dtype = _model_dtype("fit", model)
+    X, y, high = _check_data("fit", "train_data", train_data, dtype)
     if val_data is not None:
-        val_data = _check_data("fit", "val_data", val_data)
+        val_data = _check_data("fit", "val_data", val_data, dtype)
     rng = backend.host_module().random.default_rng(seed)
     history, best_score, best_state, waited = History(), -math.inf, None, 0
     with _mode(model, True):
@@ -207,7 +239,7 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
             steps = _batches(len(X), batch_size, rng, shuffle)
             for step, idx in enumerate(_progress(steps, math.ceil(len(X) / batch_size),
                                                  f"epoch {epoch + 1}/{epochs}", progress)):
-                loss = loss_fn(model(tensor(X[idx])), _targets(y, idx, high))
+                loss = loss_fn(model(_inputs(X, idx, dtype)), _targets(y, idx, high, dtype))
                 value = _loss_value("fit", loss, training=True)
                 if not math.isfinite(value):
                     raise FloatingPointError(f"fit: loss became {value} at epoch {epoch + 1}, "
@@ -224,7 +256,8 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
             history["train_loss"].append(total / count)
             if val_data is None:
                 continue
-            val_loss, val_metric = _evaluate("fit", model, *val_data, loss_fn, metric, 1024)
+            val_loss, val_metric = _evaluate("fit", model, *val_data, loss_fn, metric, 1024,
+                                             dtype)
             history["val_loss"].append(val_loss)
             history["val_metric"].append(val_metric)
             score = val_metric if metric is not None else -val_loss

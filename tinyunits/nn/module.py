@@ -9,6 +9,11 @@ Once registered, an attribute keeps its kind: a parameter's name takes only a
 Parameter, a sub-module's only a Module, a buffer's only an array (or None where
 it is optional). Anything else is refused, since it would drop the old entry
 from parameters() and from the checkpoint without a word.
+
+For the same reason an attribute may not hold what cannot be registered but looks
+trainable: a list, tuple, dict or set holding Modules, Parameters or tensors that
+require grad (use nn.Sequential, or one attribute each), or a plain tensor that
+requires grad (use nn.Parameter).
 """
 from __future__ import annotations
 
@@ -55,8 +60,15 @@ class Module:
         object.__setattr__(self, name, value)
 
     def _check_kind(self, name, value) -> None:
-        """A registered attribute takes only a value of its kind (module docstring)."""
+        """A registered attribute takes only a value of its kind, and nothing trainable
+        hides where it cannot be registered (module docstring)."""
         where = f"{type(self).__name__}.{name}"
+        hidden = _unregistered(value)
+        if hidden is not None:
+            check.fail(where, "the value", "what a Module registers (this would be missing "
+                       "from parameters(), the optimiser and state_dict): for modules, "
+                       "nn.Sequential(*modules) or one attribute each; for a trained tensor, "
+                       "nn.Parameter(...)", hidden, TypeError)
         if name in self._params and not isinstance(value, Parameter):
             check.fail(where, "the new value", "an nn.Parameter (it is one of the "
                        "module's parameters: change its values with .data = ..., or build "
@@ -76,6 +88,9 @@ class Module:
         it out), and a loaded one must have that shape. With cast=False, astype
         leaves it in its own dtype (TMAF's breakpoints: values, not float32 state).
         """
+        if not backend.is_array(array) and not (array is None and shape is not None):
+            check.fail(f"{type(self).__name__}.register_buffer", name, "an array (None only "
+                       "for an optional buffer, with its shape)", _kind(array), TypeError)
         if shape is not None:
             self._optional[name] = tuple(shape)
         if not cast:
@@ -177,6 +192,12 @@ class Module:
             if tuple(value.shape) != tuple(shape):
                 raise ValueError(f"{where}: {name} has shape {tuple(value.shape)} in the "
                                  f"state, {tuple(shape)} in the model")
+            if value.dtype.kind == "f" and not backend.get_array_module(value).isfinite(
+                    value).all().item():  # as tinyunits.load: the model would compute NaN
+                raise ValueError(f"{where}: {name} must be finite, got NaN or inf in the state")
+        for prefix, m in self.named_modules():
+            mine = {n: state[prefix + n] for n in (*m._params, *m._buffers) if prefix + n in state}
+            m.check_state(mine, f"{where}, module {prefix[:-1]!r}" if prefix else where)
         params = dict(self.named_parameters())
         for name, target in own.items():  # all checked: now write
             if name not in optional:
@@ -187,6 +208,13 @@ class Module:
             dtype = next((p.dtype for p in m._params.values()), get_default_dtype())
             value = backend.asarray(state[name], dtype=dtype) if name in state else None
             m.register_buffer(attr, value, shape)
+
+    def check_state(self, state: dict, where: str) -> None:
+        """Raise if a value of `state` (this module's own names, without the dotted
+        prefix, to the arrays about to be loaded) is one the module cannot hold though its
+        shape fits; load_state_dict asks every module before it writes anything.
+        A unit with conditions on its state (TMAF's breakpoints) checks them here as its
+        constructor does."""
 
     # ------------------------------------------------------------------ checks
     def check_input(self, x, ok: bool, expected: str) -> None:
@@ -218,6 +246,21 @@ class Module:
 
 def _kind(value) -> str:
     return "None" if value is None else type(value).__name__
+
+
+def _unregistered(value, inside=False):
+    """What a Module could not register in `value` though it looks trainable (a
+    description), or None: a Module or Parameter inside a container, or a tensor that
+    requires grad that is no Parameter."""
+    if isinstance(value, (list, tuple, set, frozenset, dict)):
+        items = value.values() if isinstance(value, dict) else value
+        found = next((d for d in (_unregistered(v, True) for v in items) if d), None)
+        return None if found is None else f"a {type(value).__name__} holding {found}"
+    if inside and isinstance(value, (Module, Parameter)):
+        return f"a {type(value).__name__}"
+    if isinstance(value, Tensor) and value.requires_grad and not isinstance(value, Parameter):
+        return "a Tensor with requires_grad=True (not an nn.Parameter)"
+    return None
 
 
 class Sequential(Module):

@@ -6,6 +6,7 @@ Tensor.backward sums them down to each input's own shape (tensor.sum_to).
 import numbers
 
 from .. import _check as check
+from ..backend import get_array_module
 from ..function import Function
 
 
@@ -71,6 +72,8 @@ class Pow(Function):
         return a ** self.c
 
     def backward(self, g):
+        if self.c == 0:  # d/da a**0 = 0 everywhere, also at 0 (0 * 0**-1 would be NaN)
+            return (get_array_module(g).zeros_like(g),)
         return (g * self.c * self.a ** (self.c - 1),)
 
 

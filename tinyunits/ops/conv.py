@@ -38,8 +38,9 @@ im2col and in the input gradient, about 3x slower for a 32-channel layer.)
 """
 import contextlib
 
+from .. import _check as check
 from .. import buffers, threads
-from ..backend import get_array_module, sliding_window_view
+from ..backend import get_array_module, host_module, sliding_window_view
 from ..function import Function
 
 COLUMN_ELEMENTS = 2 ** 20  # columns per chunk of the batch: 4 MB of float32, cache-sized
@@ -194,7 +195,8 @@ class WideColumns(Columns):
 
 class Conv2d(Function):
     def __init__(self, stride=1, padding=0):
-        self.stride, self.padding = stride, padding
+        self.stride = check.integer("conv2d", "stride", stride)  # 0 divided by zero
+        self.padding = check.integer("conv2d", "padding", padding, low=0)
 
     def forward(self, x, W, b=None):
         if x.ndim != 4 or W.ndim != 4 or x.shape[1] != W.shape[1]:
@@ -207,10 +209,11 @@ class Conv2d(Function):
                              f"the {k}x{k} kernel")
         self.W, self.plan = W, (WideColumns if self.stride == 1 else Columns)(xpad, k, self.stride)
         plan, xp, W2 = self.plan, get_array_module(x), W.reshape(W.shape[0], -1)
-        y = xp.empty((W.shape[0], x.shape[0], plan.Ho, plan.Wo), dtype=x.dtype)
+        dtype = host_module().result_type(x.dtype, W.dtype)  # as x @ W: int x, float W: float
+        y = xp.empty((W.shape[0], x.shape[0], plan.Ho, plan.Wo), dtype=dtype)
 
         def chunk(k, I, cols):
-            with buffers.borrowed(xp, (W.shape[0], cols.shape[1]), x.dtype) as yI:
+            with buffers.borrowed(xp, (W.shape[0], cols.shape[1]), dtype) as yI:
                 plan.output(xp.matmul(W2, cols, out=yI), y, I)
             if b is not None:  # while the chunk's outputs are in the cache
                 y[:, I] += b[:, None, None, None]

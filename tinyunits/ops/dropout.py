@@ -1,17 +1,17 @@
 """Inverted dropout: zero each input with probability p, scale the rest by 1/(1-p)."""
+from .. import _check as check
 from ..backend import device_uniform
-from ..function import Function
+from ..function import Function, constant_dtype
 
 
 class Dropout(Function):
     def __init__(self, p):
-        if not 0 <= p < 1:
-            raise ValueError(f"dropout: expected 0 <= p < 1, got {p}")
-        self.p = p
+        self.p = check.number("dropout", "p", p, low=0, high=1, high_open=True)
 
     def forward(self, x):
-        keep = device_uniform(x.shape, x.dtype) >= self.p
-        self.mask = keep * x.dtype.type(1 / (1 - self.p))
+        dtype = constant_dtype(x.dtype, 1.0)  # an integer x's kept values are scaled too
+        keep = device_uniform(x.shape, dtype) >= self.p
+        self.mask = keep * dtype.type(1 / (1 - self.p))
         return x * self.mask
 
     def backward(self, g):
@@ -19,4 +19,6 @@ class Dropout(Function):
 
 
 def dropout(x, p=0.5, training=True):
-    return Dropout(p)(x) if training and p > 0 else x
+    # checked here too: p = NaN or training="no" would skip dropout without a word
+    p = check.number("dropout", "p", p, low=0, high=1, high_open=True)
+    return Dropout(p)(x) if check.flag("dropout", "training", training) and p > 0 else x

@@ -1,9 +1,10 @@
 """Elementwise functions and activations, each with its derivative beside it."""
 import math
 
+from .. import _check as check
 from .. import buffers, threads
 from ..backend import get_array_module
-from ..function import Function
+from ..function import Function, constant_dtype
 
 
 class Exp(Function):
@@ -64,11 +65,11 @@ class ReLU(Function):
 
 class LeakyReLU(Function):
     def __init__(self, slope=0.01):
-        self.slope = slope
+        self.slope = check.number("leaky_relu", "slope", slope)  # NaN would make NaN outputs
 
     def forward(self, x):
         xp = get_array_module(x)
-        self.dy = xp.where(x > 0, 1.0, self.slope).astype(x.dtype)
+        self.dy = xp.where(x > 0, 1.0, self.slope).astype(constant_dtype(x.dtype, self.slope))
         return x * self.dy
 
     def backward(self, g):
@@ -97,17 +98,24 @@ class Sigmoid(Function):
 
 
 class GELU(Function):
-    """The tanh approximation: x/2 (1 + tanh(c (x + 0.044715 x^3))), c = sqrt(2/pi)."""
+    """The tanh approximation: x/2 (1 + tanh(c (x + 0.044715 x^3))), c = sqrt(2/pi).
+
+    tanh's argument is computed from x clipped to [-SATURATED, SATURATED]: past it
+    tanh is +-1 exactly in float32 and float64, so nothing changes, but x^3 and the
+    slope's x * x stay finite (unclipped, a large |x| gave the slope inf * 0 = NaN).
+    DAC's CUDA kernels (units/dac_cuda.cu) clip the same way.
+    """
 
     C = math.sqrt(2 / math.pi)
+    SATURATED = 20.0  # tanh(C (20 + 0.044715 * 20^3)) = tanh(301) rounds to 1
 
     def forward(self, x):
-        self.x = x
-        self.t = get_array_module(x).tanh(self.C * (x + 0.044715 * x ** 3))
+        self.xc = get_array_module(x).clip(x, -self.SATURATED, self.SATURATED)
+        self.t = get_array_module(x).tanh(self.C * (self.xc + 0.044715 * self.xc ** 3))
         return 0.5 * x * (1 + self.t)
 
     def backward(self, g):
-        x, t = self.x, self.t
+        x, t = self.xc, self.t  # where x was clipped, 1 - t * t is 0
         dinner = self.C * (1 + 3 * 0.044715 * x * x)
         return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner),)
 

@@ -7,9 +7,10 @@ position's gradient back through the same view. Every pass writes into its
 output (`out=`), so a step makes no temporaries, and the passes are split over
 the batch on the CPU threads (tinyunits.threads), each thread its own samples.
 """
+from .. import _check as check
 from .. import buffers, threads
 from ..backend import get_array_module
-from ..function import Function
+from ..function import Function, constant_dtype
 from .reduction import mean
 
 
@@ -26,7 +27,7 @@ def _copy_laid_out_as(a, like):
 
 class _Pool(Function):
     def __init__(self, k):
-        self.k = k
+        self.k = check.integer(type(self).__name__, "k", k)  # 0 divided by zero
 
     def forward(self, x):
         if x.ndim != 4 or x.shape[2] < self.k or x.shape[3] < self.k:
@@ -34,7 +35,8 @@ class _Pool(Function):
                              f"(B, C, H, W) with H, W >= {self.k}, got {x.shape}")
         self.x = x  # for backward: dx is laid out as x (channel-major after a conv)
         windows = [x[index] for index in self._positions(x.shape)]
-        y = get_array_module(x).empty_like(windows[0])  # x's layout: channel-major after a conv
+        # x's layout (channel-major after a conv); an average of integers is float64
+        y = get_array_module(x).empty_like(windows[0], dtype=self.out_dtype(x.dtype))
         self.start(y)
         threads.run(lambda I: self.pool([w[I] for w in windows], y[I], I),
                     threads.per_thread(x.shape[0], x.size), like=x)
@@ -57,6 +59,9 @@ class _Pool(Function):
         Hk, Wk = shape[2] // k * k, shape[3] // k * k
         return [(slice(None), slice(None), slice(p, Hk, k), slice(q, Wk, k))
                 for p in range(k) for q in range(k)]
+
+    def out_dtype(self, dtype):
+        return dtype
 
     def start(self, y):
         """Make what pool() fills in for backward, for the output y."""
@@ -100,6 +105,9 @@ class MaxPool2d(_Pool):
 
 
 class AvgPool2d(_Pool):
+    def out_dtype(self, dtype):
+        return constant_dtype(dtype, 1.0)  # the mean of a window
+
     def pool(self, windows, y, I):
         y[...] = windows[0]
         for w in windows[1:]:

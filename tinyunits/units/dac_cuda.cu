@@ -2,7 +2,7 @@
 // equation. tinyunits/units/dac.py states the equations and is the readable NumPy
 // reference; dac_cuda.py compiles this file once per (dtype, activation) with
 //     -Dscalar_t=float|double  -DPHI=PHI_RELU|PHI_LEAKY_RELU|PHI_TANH|PHI_GELU
-//     -DLEAKY_SLOPE=...  -DTILE=...
+//     -DLEAKY_SLOPE=...  -DGELU_SATURATED=...  -DTILE=...
 // and launches the kernels. Sizes are ints: dac_cuda.py takes the NumPy path for arrays
 // of 2^31 elements or more.
 //
@@ -19,6 +19,18 @@
 #define PHI_GELU 3
 
 // phi and phi', as in tinyunits/ops/elementwise.py (GELU: the tanh approximation).
+
+#if PHI == PHI_GELU
+// z clipped to [-GELU_SATURATED, GELU_SATURATED] (ops' GELU.SATURATED), as ops.gelu does:
+// past it tanh is +-1 exactly in float and double, so nothing changes, but z^3 and phi''s
+// z * z stay finite (unclipped, a large |z| gave phi' inf * 0 = NaN)
+__device__ scalar_t gelu_saturated(scalar_t z)
+{
+    const scalar_t bound = scalar_t(GELU_SATURATED);
+    return z > bound ? bound : (z < -bound ? -bound : z);
+}
+#endif
+
 __device__ scalar_t phi(scalar_t z)
 {
 #if PHI == PHI_RELU
@@ -29,7 +41,8 @@ __device__ scalar_t phi(scalar_t z)
     return tanh(z);
 #elif PHI == PHI_GELU
     const scalar_t c = scalar_t(0.7978845608028654);  // sqrt(2 / pi)
-    return scalar_t(0.5) * z * (1 + tanh(c * (z + scalar_t(0.044715) * z * z * z)));
+    const scalar_t s = gelu_saturated(z);
+    return scalar_t(0.5) * z * (1 + tanh(c * (s + scalar_t(0.044715) * s * s * s)));
 #endif
 }
 
@@ -44,9 +57,10 @@ __device__ scalar_t dphi(scalar_t z)
     return 1 - t * t;
 #elif PHI == PHI_GELU
     const scalar_t c = scalar_t(0.7978845608028654);
-    const scalar_t t = tanh(c * (z + scalar_t(0.044715) * z * z * z));
+    const scalar_t s = gelu_saturated(z);  // where z was clipped, 1 - t * t is 0
+    const scalar_t t = tanh(c * (s + scalar_t(0.044715) * s * s * s));
     return scalar_t(0.5) * (1 + t)
-         + scalar_t(0.5) * z * (1 - t * t) * c * (1 + 3 * scalar_t(0.044715) * z * z);
+         + scalar_t(0.5) * s * (1 - t * t) * c * (1 + 3 * scalar_t(0.044715) * s * s);
 #endif
 }
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from .. import backend
 from ..backend import get_array_module
 from ..ops.conv import conv_output_size
-from ..ops.elementwise import LeakyReLU
+from ..ops.elementwise import GELU, LeakyReLU
 
 KERNELS = ("dac_linear_forward", "dac_linear_backward_WB", "dac_linear_backward_x",
            "dac_conv_forward", "dac_conv_backward_WB", "dac_conv_backward_x")
@@ -38,7 +38,8 @@ THREADS = 256  # threads per block of the conv's dx gather
 def options(dtype, activation: str) -> tuple:
     """The compiler flags that make dac_cuda.cu's kernels for one dtype and activation."""
     return (f"-Dscalar_t={SCALAR[str(dtype)]}", f"-DPHI=PHI_{activation.upper()}",
-            f"-DLEAKY_SLOPE={LeakyReLU().slope!r}", f"-DTILE={TILE}")
+            f"-DLEAKY_SLOPE={LeakyReLU().slope!r}", f"-DGELU_SATURATED={GELU.SATURATED!r}",
+            f"-DTILE={TILE}")
 
 
 def available() -> bool:

@@ -239,6 +239,10 @@ class TMAF(Module):
         # float64 as given, and kept so by astype: the values the user chose, never rounded
         self.register_buffer("breakpoints", backend.asarray(s, dtype="float64"), cast=False)
 
+    def check_state(self, state, where):
+        if "breakpoints" in state:  # sorted, finite: as the constructor requires them
+            _validate_breakpoints(state["breakpoints"], where)
+
     def forward(self, x):
         self.check_input(x, x.ndim >= 2 and x.shape[1] == self.num_features,
                          f"(B, {self.num_features}) or (B, {self.num_features}, H, W)")
