@@ -68,6 +68,21 @@ def test_wide_columns_drop_what_they_read_past_a_row(rng, float64):
         np.testing.assert_allclose(a, b_, rtol=1e-12)
 
 
+@pytest.mark.parametrize("batch", [1, 5])  # one chunk (its first use of the buffer), several
+@pytest.mark.parametrize("plan", [conv.Columns, conv.WideColumns])
+def test_conv_reads_nothing_a_borrowed_buffer_held(rng, float64, monkeypatch, plan, batch):
+    """Scratch comes back holding a former user's numbers (NaN here): every entry the conv
+    reads is written first. (WideColumns' last chunk has columns past the input's end:
+    zeroed.)"""
+    arrays = conv_arrays(rng, (batch, 3, 7, 6, 4, 3, 1))
+    want = conv_step(plan, *arrays, padding=1)
+    monkeypatch.setattr(buffers, "borrow",
+                        lambda xp, shape, dtype: xp.full(shape, np.nan, dtype=dtype))
+    got = conv_step(plan, *arrays, padding=1)
+    for name, a, b in zip(("y", "dx", "dW", "db"), got, want):
+        np.testing.assert_array_equal(a, b, err_msg=name)
+
+
 @pytest.mark.parametrize("plan", [conv.Columns, conv.WideColumns])
 @pytest.mark.parametrize("stride", [1, 2])
 def test_chunks_of_the_batch_equal_one_chunk(rng, float64, monkeypatch, plan, stride):
