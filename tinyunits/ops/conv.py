@@ -65,7 +65,7 @@ def im2col(x, k: int, stride: int, out=None):
 
     def copy(part):
         cols[:, :, :, part] = windows[part].transpose(1, 4, 5, 0, 2, 3)
-    threads.run(copy, threads.per_thread(B), like=x)
+    threads.run(copy, threads.per_thread(B, out.size), like=x)
     return out
 
 
@@ -105,8 +105,13 @@ class Columns:
 
     def chunks(self):
         """Chunks of about COLUMN_ELEMENTS columns, and at least MIN_CHUNKS of them (the
-        threads share out chunks; a fixed count, so any thread count adds up dW alike)."""
-        size = min(COLUMN_ELEMENTS // (self.rows * self.per_sample), -(-self.B // MIN_CHUNKS))
+        threads share out chunks; a fixed count, so any thread count adds up dW alike).
+        One chunk for a layer too small to share out (threads.per_thread would run its
+        chunks in order, each paying a chunk's dozen numpy calls: lesson 1's 14x14 VGG)."""
+        columns = self.rows * self.per_sample
+        if columns * self.B < threads.MIN_ELEMENTS:
+            return [slice(0, self.B)]
+        size = min(COLUMN_ELEMENTS // columns, -(-self.B // MIN_CHUNKS))
         return chunks(self.B, max(1, size))
 
     def fill(self, cols, I):
@@ -133,7 +138,7 @@ class Columns:
         """gx `(C, B, H, W)` += col2im of dcols `(C*k*k, n*per_sample)`, the chunk I."""
         dcols = dcols.reshape(self.C, self.k * self.k, -1, self.Ho, self.Wo)
         threads.run(lambda c: col2im_add(gx[c, I], dcols[c], self.k, self.stride),
-                    threads.per_thread(self.C), like=dcols)
+                    threads.per_thread(self.C, dcols.size), like=dcols)
 
 
 class WideColumns(Columns):
