@@ -268,20 +268,26 @@ class Conv2d(Function):
         xp, W2 = get_array_module(g), W.reshape(W.shape[0], -1)
         gx = plan.input_grad_array(g.dtype) if self.needs_grad(0) else None
         parts = [None] * len(plan.chunks())  # each chunk's share of dW^T
+        sums = [None] * len(parts)  # and of db, on the threads too
+        has_bias = len(self.inputs) == 3
 
         def chunk(k, I, cols):
+            if has_bias:
+                sums[k] = g[:, I].sum(axis=(1, 2, 3))
             with plan.grad(g, I) as gI:
                 parts[k] = cols @ gI.T  # dW = g cols^T, as its transpose: the faster product
                 if gx is not None:
                     with buffers.borrowed(xp, cols.shape, g.dtype) as dcols:
                         plan.add_back(gx, xp.matmul(W2.T, gI, out=dcols), I)  # dcols = W^T g
         self._over_chunks(chunk)
-        gWt = parts[0]
-        for part in parts[1:]:  # in chunk order, whichever thread made them
-            gWt += part
+        gWt, gb = parts[0], sums[0]
+        for k in range(1, len(parts)):  # in chunk order, whichever thread made them
+            gWt += parts[k]
+            if has_bias:
+                gb += sums[k]
         gW = xp.ascontiguousarray(gWt.T).reshape(W.shape)
         gx = None if gx is None else unpad2d(gx.transpose(1, 0, 2, 3), self.padding)
-        return gx, gW, g.sum(axis=(1, 2, 3))
+        return gx, gW, gb
 
 
 def conv2d(x, W, b=None, stride=1, padding=0):
