@@ -208,11 +208,12 @@ class WideColumns(Columns):
 
 
 def _add_bias(product, b, out):
-    """out = product + b (per output channel; b None: a copy), in one pass."""
-    if b is None:
-        out[...] = product
-    else:
-        get_array_module(out).add(product, b[:, None, None, None], out=out)
+    """out = product + b (per output channel; b None: a copy), while out is in the cache.
+    Two passes: a ufunc over product's strided (cropped) view costs numpy's iterator
+    per row of Wo, 2x the copy, which takes another path; out's add is one run per channel."""
+    out[...] = product
+    if b is not None:
+        out += b[:, None, None, None]
 
 
 class Conv2d(Function):
@@ -234,7 +235,7 @@ class Conv2d(Function):
 
         def chunk(k, I, cols):
             with buffers.borrowed(xp, (W.shape[0], cols.shape[1]), x.dtype) as yI:
-                plan.output(xp.matmul(W2, cols, out=yI), y, I, b)  # b while yI is cached
+                plan.output(xp.matmul(W2, cols, out=yI), y, I, b)
         self._over_chunks(chunk)
         return y.transpose(1, 0, 2, 3)
 
