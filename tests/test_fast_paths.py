@@ -218,11 +218,15 @@ def max_pool_reference(x, k, g):
     return y, gx
 
 
+@pytest.mark.parametrize("layout", ["batch", "channel"])  # channel: as a conv's output
 @pytest.mark.parametrize("k,shape", [(2, (3, 2, 6, 8)), (3, (2, 2, 7, 9)), (2, (1, 1, 5, 5))])
-def test_max_pool_gives_the_gradient_to_the_first_maximum(rng, thread_counts, k, shape):
+def test_max_pool_gives_the_gradient_to_the_first_maximum(rng, thread_counts, k, shape, layout):
+    """g arrives batch-major (as a flattening's gradient): copied to x's layout."""
     x = rng.integers(-2, 3, size=shape).astype("float32")  # many ties
     g = rng.normal(size=(shape[0], shape[1], shape[2] // k, shape[3] // k)).astype("float32")
     want_y, want_gx = max_pool_reference(x, k, g)
+    if layout == "channel":
+        x = np.ascontiguousarray(x.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3)
     for n in (1, 2, 3):
         thread_counts(n)
         xt = tu.tensor(x, requires_grad=True)
