@@ -68,6 +68,21 @@ def test_wide_columns_drop_what_they_read_past_a_row(rng, float64):
         np.testing.assert_allclose(a, b_, rtol=1e-12)
 
 
+@pytest.mark.parametrize("batch", [1, 5])  # one chunk (its first use of the buffer), several
+@pytest.mark.parametrize("plan", [conv.Columns, conv.WideColumns])
+def test_conv_reads_nothing_a_borrowed_buffer_held(rng, float64, monkeypatch, plan, batch):
+    """Scratch comes back holding a former user's numbers (NaN here): every entry the conv
+    reads is written first. (WideColumns' last chunk has columns past the input's end:
+    zeroed.)"""
+    arrays = conv_arrays(rng, (batch, 3, 7, 6, 4, 3, 1))
+    want = conv_step(plan, *arrays, padding=1)
+    monkeypatch.setattr(buffers, "borrow",
+                        lambda xp, shape, dtype: xp.full(shape, np.nan, dtype=dtype))
+    got = conv_step(plan, *arrays, padding=1)
+    for name, a, b in zip(("y", "dx", "dW", "db"), got, want):
+        np.testing.assert_array_equal(a, b, err_msg=name)
+
+
 @pytest.mark.parametrize("plan", [conv.Columns, conv.WideColumns])
 @pytest.mark.parametrize("stride", [1, 2])
 def test_chunks_of_the_batch_equal_one_chunk(rng, float64, monkeypatch, plan, stride):
@@ -203,11 +218,15 @@ def max_pool_reference(x, k, g):
     return y, gx
 
 
+@pytest.mark.parametrize("layout", ["batch", "channel"])  # channel: as a conv's output
 @pytest.mark.parametrize("k,shape", [(2, (3, 2, 6, 8)), (3, (2, 2, 7, 9)), (2, (1, 1, 5, 5))])
-def test_max_pool_gives_the_gradient_to_the_first_maximum(rng, thread_counts, k, shape):
+def test_max_pool_gives_the_gradient_to_the_first_maximum(rng, thread_counts, k, shape, layout):
+    """g arrives batch-major (as a flattening's gradient): copied to x's layout."""
     x = rng.integers(-2, 3, size=shape).astype("float32")  # many ties
     g = rng.normal(size=(shape[0], shape[1], shape[2] // k, shape[3] // k)).astype("float32")
     want_y, want_gx = max_pool_reference(x, k, g)
+    if layout == "channel":
+        x = np.ascontiguousarray(x.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3)
     for n in (1, 2, 3):
         thread_counts(n)
         xt = tu.tensor(x, requires_grad=True)

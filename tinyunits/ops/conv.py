@@ -66,7 +66,7 @@ def im2col(x, k: int, stride: int, out=None):
 
     def copy(part):
         cols[:, :, :, part] = windows[part].transpose(1, 4, 5, 0, 2, 3)
-    threads.run(copy, threads.per_thread(B), like=x)
+    threads.run(copy, threads.per_thread(B, out.size), like=x)
     return out
 
 
@@ -93,7 +93,7 @@ class Columns:
     """im2col and col2im for one input, a chunk of the batch at a time (the reference).
 
     A chunk's columns are `(C*k*k, n*per_sample)`: per_sample = Ho*Wo positions.
-    `output(cols_product, y, I)` and `grad(g, I)` move between that layout and the
+    `output(cols_product, y, I, b)` and `grad(g, I)` move between that layout and the
     (out, B, Ho, Wo) one of y and g: here they are the same.
     """
 
@@ -106,8 +106,13 @@ class Columns:
 
     def chunks(self):
         """Chunks of about COLUMN_ELEMENTS columns, and at least MIN_CHUNKS of them (the
-        threads share out chunks; a fixed count, so any thread count adds up dW alike)."""
-        size = min(COLUMN_ELEMENTS // (self.rows * self.per_sample), -(-self.B // MIN_CHUNKS))
+        threads share out chunks; a fixed count, so any thread count adds up dW alike).
+        One chunk for a layer too small to share out (threads.per_thread would run its
+        chunks in order, each paying a chunk's dozen numpy calls: lesson 1's 14x14 VGG)."""
+        columns = self.rows * self.per_sample
+        if columns * self.B < threads.MIN_ELEMENTS:
+            return [slice(0, self.B)]
+        size = min(COLUMN_ELEMENTS // columns, -(-self.B // MIN_CHUNKS))
         return chunks(self.B, max(1, size))
 
     def fill(self, cols, I):
@@ -115,9 +120,14 @@ class Columns:
         im2col(self.xpad[I], self.k, self.stride,
                out=cols.reshape(self.rows, -1, self.Ho, self.Wo))
 
-    def output(self, yI, y, I):
-        """y[:, I] = yI, the product of W and the chunk's columns (out, n*per_sample)."""
-        y[:, I] = yI.reshape(y[:, I].shape)
+    def output(self, yI, y, I, b):
+        """y[:, I] = yI + b, yI the product of W and the chunk's columns (out, n*per_sample)."""
+        _add_bias(yI.reshape(y[:, I].shape), b, y[:, I])
+
+    def input_grad_array(self, dtype):
+        """The array backward adds dx into: (C, B, H, W) of the padded input, channel-major
+        (as y), zeros (col2im adds into it)."""
+        return self.xp.zeros((self.C, self.B) + self.xpad.shape[2:], dtype=dtype)
 
     @contextlib.contextmanager
     def grad(self, g, I):
@@ -129,22 +139,24 @@ class Columns:
         """gx `(C, B, H, W)` += col2im of dcols `(C*k*k, n*per_sample)`, the chunk I."""
         dcols = dcols.reshape(self.C, self.k * self.k, -1, self.Ho, self.Wo)
         threads.run(lambda c: col2im_add(gx[c, I], dcols[c], self.k, self.stride),
-                    threads.per_thread(self.C), like=dcols)
+                    threads.per_thread(self.C, dcols.size), like=dcols)
 
 
 class WideColumns(Columns):
     """Stride 1, faster: a column for every position of the input image.
 
     The column of position `m = h*W + w` of sample j reads tap (p, q) at
-    `x[c].flat[j*H*W + m + p*W + q]` (x channel-major): for each channel and tap, a
-    chunk's columns are ONE contiguous run of the input, and col2im's adds are one
-    run each too, instead of Ho runs of Wo per image. Only the columns with h < Ho
-    and w < Wo are real; the others mix the ends of two rows (or two images) and
-    are computed and dropped (y), and given a zero gradient (g), so they add
-    nothing to dW, and zeros to dx. The products are `H*W/(Ho*Wo)` longer (17% for
-    3x3 on 26x26). The same numbers as Columns in y and dx (each entry sums the
-    same terms in the same order) to the last bit, but for BLAS's blocking; dW adds
-    the dropped columns' zero terms too, so it agrees to rounding.
+    `x[c].flat[j*H*W + m + p*W + q]` (x channel-major): a chunk's columns are one
+    strided view of the input, `[c, p, q, m]`, copied in ONE pass, and col2im adds
+    each tap's rows back in one pass over all channels, instead of Ho runs of Wo
+    per image, channel and tap. (Such runs are a numpy call each: on two threads
+    each call hands the GIL over, thousands of times a step.) Only the columns
+    with h < Ho and w < Wo are real; the others mix the ends of two rows (or two
+    images) and are computed and dropped (y), and given a zero gradient (g), so
+    they add nothing to dW, and zeros to dx. The products are `H*W/(Ho*Wo)` longer
+    (17% for 3x3 on 26x26). The same numbers as Columns in y and dx (each entry sums
+    the same terms in the same order) to the last bit, but for BLAS's blocking; dW
+    adds the dropped columns' zero terms too, so it agrees to rounding.
     """
 
     def __init__(self, xpad, k: int, stride: int):
@@ -153,44 +165,56 @@ class WideColumns(Columns):
         self.per_sample = self.H * self.W
         self.flat = xpad.transpose(1, 0, 2, 3).reshape(self.C, -1)  # (C, B*H*W)
 
-    def _runs(self, I):
-        """(t, start, run): tap t's run for chunk I starts at flat index `start`; the last
-        chunk's runs stop at the input's end (past it, every column is dropped)."""
-        k, W, first, n = self.k, self.W, I.start * self.per_sample, (I.stop - I.start)
-        return [(p * k + q, first + p * W + q,
-                 min(n * self.per_sample, self.flat.shape[1] - first - p * W - q))
-                for p in range(k) for q in range(k)]
-
     def fill(self, cols, I):
-        cols = cols.reshape(self.C, self.k * self.k, -1)
+        k, W = self.k, self.W
+        n, start = (I.stop - I.start) * self.per_sample, I.start * self.per_sample
+        # the last chunk's columns that would read past the input's end are dropped ones
+        # (its last image's last k-1 rows, and the ends of the row before): zeros there
+        run = min(n, self.flat.shape[1] - start - (k - 1) * (W + 1))
+        rows = sliding_window_view(self.flat[:, start:start + run + (k - 1) * (W + 1)],
+                                   run + k - 1, axis=1)[:, ::W]  # [c, p, u]: start + p*W + u
+        cols = cols.reshape(self.C, k, k, n)
+        cols[..., :run] = sliding_window_view(rows, run, axis=2)  # [c, p, q, m]
+        cols[..., run:] = 0
 
-        def copy(c):
-            for t, start, run in self._runs(I):
-                cols[c, t, :run] = self.flat[c, start:start + run]
-                cols[c, t, run:] = 0
-        threads.run(copy, threads.per_thread(self.C), like=cols)
+    def output(self, yI, y, I, b):
+        wide = yI.reshape(y.shape[0], -1, self.H, self.W)
+        _add_bias(wide[:, :, :self.Ho, :self.Wo], b, y[:, I])
 
-    def output(self, yI, y, I):
-        y[:, I] = yI.reshape(y.shape[0], -1, self.H, self.W)[:, :, :self.Ho, :self.Wo]
+    def input_grad_array(self, dtype):
+        """Not zeroed: each chunk's first tap writes its images' part whole (see add_back)."""
+        return self.xp.empty((self.C, self.B, self.H, self.W), dtype=dtype)
 
     @contextlib.contextmanager
     def grad(self, g, I):
         with buffers.borrowed(self.xp, (g.shape[0], I.stop - I.start, self.H, self.W),
                               g.dtype) as wide:
-            wide[...] = 0
+            wide[:, :, self.Ho:] = 0  # the dropped columns only: the rest is g
+            wide[:, :, :self.Ho, self.Wo:] = 0
             wide[:, :, :self.Ho, :self.Wo] = g[:, I]
             yield wide.reshape(g.shape[0], -1)
 
     def add_back(self, gx, dcols, I):
         dcols, gx = dcols.reshape(self.C, self.k * self.k, -1), gx.reshape(self.C, -1)
-        end = I.stop * self.per_sample  # the chunk's own images: another thread may add
-        # into the next chunk's; what a run would add past them is a dropped column's 0
+        first, end = I.start * self.per_sample, I.stop * self.per_sample
+        # only into the chunk's own images (another thread may write the next chunk's):
+        # what a run would add past them is a dropped column's 0
+        for p in range(self.k):
+            for q in range(self.k):
+                start = first + p * self.W + q
+                if start == first:  # tap (0, 0) covers the chunk's images whole: it sets them
+                    gx[:, first:end] = dcols[:, 0]
+                else:
+                    gx[:, start:end] += dcols[:, p * self.k + q, :end - start]
 
-        def add(c):
-            for t, start, run in self._runs(I):
-                run = min(run, end - start)
-                gx[c, start:start + run] += dcols[c, t, :run]
-        threads.run(add, threads.per_thread(self.C), like=dcols)
+
+def _add_bias(product, b, out):
+    """out = product + b (per output channel; b None: a copy), while out is in the cache.
+    Two passes: a ufunc over product's strided (cropped) view costs numpy's iterator
+    per row of Wo, 2x the copy, which takes another path; out's add is one run per channel."""
+    out[...] = product
+    if b is not None:
+        out += b[:, None, None, None]
 
 
 class Conv2d(Function):
@@ -214,9 +238,7 @@ class Conv2d(Function):
 
         def chunk(k, I, cols):
             with buffers.borrowed(xp, (W.shape[0], cols.shape[1]), dtype) as yI:
-                plan.output(xp.matmul(W2, cols, out=yI), y, I)
-            if b is not None:  # while the chunk's outputs are in the cache
-                y[:, I] += b[:, None, None, None]
+                plan.output(xp.matmul(W2, cols, out=yI), y, I, b)
         self._over_chunks(chunk)
         return y.transpose(1, 0, 2, 3)
 
@@ -248,23 +270,28 @@ class Conv2d(Function):
         W, plan = self.W, self.plan
         g = g.transpose(1, 0, 2, 3)  # (out, B, Ho, Wo), as the GEMM made it
         xp, W2 = get_array_module(g), W.reshape(W.shape[0], -1)
-        gx = xp.zeros((plan.C, plan.B) + plan.xpad.shape[2:],
-                      dtype=g.dtype) if self.needs_grad(0) else None  # channel-major, as y
+        gx = plan.input_grad_array(g.dtype) if self.needs_grad(0) else None
         parts = [None] * len(plan.chunks())  # each chunk's share of dW^T
+        sums = [None] * len(parts)  # and of db, on the threads too
+        has_bias = len(self.inputs) == 3
 
         def chunk(k, I, cols):
+            if has_bias:
+                sums[k] = g[:, I].sum(axis=(1, 2, 3))
             with plan.grad(g, I) as gI:
                 parts[k] = cols @ gI.T  # dW = g cols^T, as its transpose: the faster product
                 if gx is not None:
                     with buffers.borrowed(xp, cols.shape, g.dtype) as dcols:
                         plan.add_back(gx, xp.matmul(W2.T, gI, out=dcols), I)  # dcols = W^T g
         self._over_chunks(chunk)
-        gWt = parts[0]
-        for part in parts[1:]:  # in chunk order, whichever thread made them
-            gWt += part
+        gWt, gb = parts[0], sums[0]
+        for k in range(1, len(parts)):  # in chunk order, whichever thread made them
+            gWt += parts[k]
+            if has_bias:
+                gb += sums[k]
         gW = xp.ascontiguousarray(gWt.T).reshape(W.shape)
         gx = None if gx is None else unpad2d(gx.transpose(1, 0, 2, 3), self.padding)
-        return gx, gW, g.sum(axis=(1, 2, 3))
+        return gx, gW, gb
 
 
 def conv2d(x, W, b=None, stride=1, padding=0):

@@ -47,10 +47,14 @@ class _Pool(Function):
         cropped = self.x.shape[2] % k or self.x.shape[3] % k
         gx = (xp.zeros_like if cropped else xp.empty_like)(self.x, dtype=g.dtype)  # cropped: 0
         views = [gx[index] for index in self._positions(gx.shape)]
-        if _order(g) != _order(views[0]):  # as a flattening's gradient arrives: batch-major
-            g = _copy_laid_out_as(g, views[0])  # one pass over g, not k*k mixed-order ones
-        threads.run(lambda I: self.unpool(g[I], [v[I] for v in views], I),
-                    threads.per_thread(g.shape[0], gx.size), like=g)
+        # as a flattening's gradient arrives: batch-major. Copied to dx's layout (one pass
+        # over g, not k*k mixed-order ones), each thread its share
+        relayout = _order(g) != _order(views[0])
+
+        def piece(I):
+            gI = _copy_laid_out_as(g[I], views[0][I]) if relayout else g[I]
+            self.unpool(gI, [v[I] for v in views], I)
+        threads.run(piece, threads.per_thread(g.shape[0], gx.size), like=g)
         return (gx,)
 
     def _positions(self, shape):

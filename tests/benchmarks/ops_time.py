@@ -1,0 +1,95 @@
+"""Where a row's step goes: wall and CPU milliseconds per op, our side only.
+
+    python tests/benchmarks/ops_time.py B2                 # the library's defaults
+    python tests/benchmarks/ops_time.py B2 --threads 1     # set_num_threads(1)
+    python tests/benchmarks/ops_time.py E1 --steps 2       # E rows: a step is an epoch
+
+Every Function's forward and backward is timed around its call (the time of the
+ops it calls inside is its own: Functions do not nest); `engine, optimiser` is the
+step's rest. CPU is the process's (all threads, BLAS's spinning included), so on
+several threads an op's CPU above its wall is work shared out, and wall above CPU
+is waiting: for a core, for another thread, for memory. Measure on a quiet machine:
+on a shared one the wall column measures the other jobs too.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.dirname(os.path.dirname(HERE)), HERE]
+
+import cases  # noqa: E402  (imports tinyunits before NumPy)
+import run  # noqa: E402
+import tinyunits as tu  # noqa: E402
+from tinyunits.function import Function  # noqa: E402
+
+
+def _functions(cls=Function):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _functions(sub)
+
+
+def timing_every_op(totals):
+    """Wrap every Function's own forward and backward: totals[name] += [wall, cpu, 1]."""
+    for cls in set(_functions()):
+        for method in ("forward", "backward"):
+            if method in cls.__dict__:
+                name = f"{cls.__name__}.{method}"
+                setattr(cls, method, _timed(getattr(cls, method), totals[name]))
+
+
+def _timed(method, total):
+    def timed(self, *args):
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            return method(self, *args)
+        finally:
+            total[0] += time.perf_counter() - wall
+            total[1] += time.process_time() - cpu
+            total[2] += 1
+    return timed
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("row", help="a row id of run.py, e.g. B2")
+    parser.add_argument("--threads", type=int, help="set_num_threads (default: the library's)")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps (after 3 warm-up)")
+    args = parser.parse_args(argv)
+    builders = {row_id: build for row_id, _, build, _ in run.rows(cases)}
+    if args.row not in builders:
+        parser.error(f"row {args.row!r}: expected one of {', '.join(builders)}")
+    if args.threads is not None:
+        tu.set_num_threads(args.threads)
+    totals = collections.defaultdict(lambda: [0.0, 0.0, 0])
+    step = builders[args.row]().ours  # every Function class exists once the model does
+    timing_every_op(totals)
+    for _ in range(3):
+        step()
+    for total in totals.values():
+        total[:] = [0.0, 0.0, 0]
+    load = os.getloadavg()[0]
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(args.steps):
+        step()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    ms = 1e3 / args.steps
+    print(f"{args.row}, {tu.get_num_threads()} threads, {args.steps} steps: {wall * ms:.1f} ms "
+          f"wall, {cpu * ms:.1f} ms CPU a step; load average {load:.2f} -> "
+          f"{os.getloadavg()[0]:.2f}")
+    print(f"{'op':34s} {'wall ms':>8s} {'CPU ms':>8s} {'calls':>6s}")
+    for name, (op_wall, op_cpu, calls) in sorted(totals.items(), key=lambda kv: -kv[1][0]):
+        if calls:
+            print(f"{name:34s} {op_wall * ms:8.2f} {op_cpu * ms:8.2f} {calls / args.steps:6.0f}")
+    rest_wall = wall - sum(t[0] for t in totals.values())
+    rest_cpu = cpu - sum(t[1] for t in totals.values())
+    print(f"{'engine, optimiser':34s} {rest_wall * ms:8.2f} {rest_cpu * ms:8.2f}")
+
+
+if __name__ == "__main__":
+    main()
