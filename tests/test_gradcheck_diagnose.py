@@ -187,3 +187,24 @@ def test_diagnose_shapes_and_zeros():
     worst = ref.copy()
     worst[2, 1] += 1
     assert diagnose(worst, ref).index == (2, 1)
+
+
+def test_no_factor_is_claimed_from_one_nonzero_entry():
+    # a gradient with one nonzero entry: any wrong value there is "a factor" of it
+    ref = np.zeros((3, 4))
+    ref[1, 2] = 0.7
+    assert diagnose(2 * ref, ref).story == ""
+    assert diagnose(-ref, ref).story == "wrong sign"
+    ref[2, 0] = -0.3  # two nonzero entries: a factor is a story again
+    assert diagnose(2 * ref, ref).story == ("off by a constant factor: it is 2 times the right "
+                                            "gradient")
+
+
+def test_nan_and_inf_are_named():
+    ref = rng.normal(size=(3, 4))
+    bad = ref.copy()
+    bad[0, 1], bad[2, 3] = np.nan, np.inf
+    found = diagnose(bad, ref)
+    assert found.story == "it holds NaN and inf at 2 of 12 entries" and found.index == (0, 1)
+    report = check(lambda f, g: (np.inf * g * f.b, g * f.a))
+    assert report.rows[0].diagnosis == "it holds inf at 12 of 12 entries"
