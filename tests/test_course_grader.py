@@ -125,6 +125,17 @@ def test_an_input_changed_in_place_is_named(solved, tmp_path):
         "the same Function gives a different db" in result.output
 
 
+def test_a_softmax_recomputed_without_the_shift_loses_its_points(solved, tmp_path):
+    # right on logits of a few units; exp(1000) overflows, where the forward's shift does not
+    new = edited("engine_softmax_ce", "dz = self.softmax.copy()",
+                 ["z = self.inputs[0].data",
+                  "dz = xp.exp(z) / xp.exp(z).sum(axis=1, keepdims=True)"])
+    result = one(plant(solved, tmp_path, "engine_softmax_ce", *new), "engine_softmax_ce")
+    assert result.score == 0
+    failed = [line for line in result.output.splitlines() if line.startswith("FAIL")]
+    assert len(failed) == 1 and "near 1000" in failed[0] and "it holds NaN" in failed[0], failed
+
+
 def test_backward_must_return_a_tuple(solved, tmp_path):
     # zip(inputs, array) would walk the array's rows: the engine needs one entry per input
     tree = plant(solved, tmp_path, "engine_sigmoid", "return g * self.y * (1 - self.y)")
