@@ -5,11 +5,13 @@ Each mistake is planted as a student would make it: one marked region of a copy 
 the project rewritten on disk, then that folder graded. Not part of the student copy
 (tests/test_course*.py holds solution lines).
 """
+import contextlib
 import io
 import json
 import os
 import pathlib
 import re
+import signal
 import time
 import zipfile
 
@@ -426,6 +428,25 @@ def test_what_the_graded_code_starts_is_stopped_with_its_child(solved, tmp_path,
             break
         time.sleep(0.1)
     assert not any(map(_alive, started)), started
+
+
+@pytest.mark.skipif(not hasattr(os, "setsid"), reason="sessions are POSIX")
+def test_a_process_that_leaves_the_group_does_not_hold_the_grade(solved, tmp_path):
+    # it escapes the kill (docs/teaching.md says so) and holds the output pipe open:
+    # the grade still ends, with its verdict
+    pids = tmp_path / "pids"
+    start = ["import subprocess, sys",
+             "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'],"
+             " start_new_session=True)",
+             f"open({str(pids)!r}, 'a').write(f'{{p.pid}}\\n')"]
+    tree = plant(solved, tmp_path, "engine_sigmoid", *start, *lines_of("engine_sigmoid"))
+    try:
+        result = one(tree, "engine_sigmoid")
+        assert result.score == result.max_score, result.output
+    finally:
+        for pid in map(int, pids.read_text().split()):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 # --------------------------------------------------------------------------- hidden cases, once
