@@ -51,8 +51,8 @@ class _Tail(io.BufferedIOBase):
         return True
 
     def write(self, b):
-        b = bytes(b)
-        self.kept = (self.kept + b[-TAIL:])[-TAIL:]
+        b = memoryview(b).cast("B")  # a huge write: only its tail is copied
+        self.kept = (self.kept + bytes(b[-TAIL:]))[-TAIL:]
         return len(b)
 
 
