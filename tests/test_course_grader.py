@@ -5,15 +5,22 @@ Each mistake is planted as a student would make it: one marked region of a copy 
 the project rewritten on disk, then that folder graded. Not part of the student copy
 (tests/test_course*.py holds solution lines).
 """
+import contextlib
+import io
 import json
+import os
+import pathlib
 import re
+import signal
+import time
+import zipfile
 
 import numpy as np
 import pytest
 
 import tinyunits as tu
 from tinyunits.course import EXERCISES
-from tinyunits.course.grade import grade, gradescope, table
+from tinyunits.course.grade import grade, grade_all, gradescope, table
 from tinyunits.course.source import all_regions, regions_in, write_student_copy
 from tinyunits.ops.arithmetic import Mul
 
@@ -118,6 +125,17 @@ def test_an_input_changed_in_place_is_named(solved, tmp_path):
     assert result.score == 0
     assert "your backward changed the input a, self.a in place, and a second backward through " \
         "the same Function gives a different db" in result.output
+
+
+def test_a_softmax_recomputed_without_the_shift_loses_its_points(solved, tmp_path):
+    # right on logits of a few units; exp(1000) overflows, where the forward's shift does not
+    new = edited("engine_softmax_ce", "dz = self.softmax.copy()",
+                 ["z = self.inputs[0].data",
+                  "dz = xp.exp(z) / xp.exp(z).sum(axis=1, keepdims=True)"])
+    result = one(plant(solved, tmp_path, "engine_softmax_ce", *new), "engine_softmax_ce")
+    assert result.score == 0
+    failed = [line for line in result.output.splitlines() if line.startswith("FAIL")]
+    assert len(failed) == 1 and "near 1000" in failed[0] and "it holds NaN" in failed[0], failed
 
 
 def test_backward_must_return_a_tuple(solved, tmp_path):
@@ -266,3 +284,189 @@ def test_what_the_student_prints_in_a_hidden_case_is_never_shown(solved, tmp_pat
     assert "it printed: x is (5, 4)" in output  # a visible case's print is shown
     assert "hidden case: dB wrong" in output
     assert "(7, 3)" not in output and "SECRET" not in output
+
+
+# --------------------------------------------------------------------------- the result channel
+NOISE = '''import atexit, builtins, os, sys
+print('{"cases": [[{"returned": "tuple", "count": 1, "grad0": "array"}]]}')
+print("@@tinyunits-course-result@@ {}", "\\ud800 \\x1b[2K\\r\\u202e", file=sys.stderr)
+sys.stdout.buffer.write(b"bytes, not text\\n")
+print("x" * 10 ** 7)
+if not getattr(builtins, "_written", False):  # once per child: past the old file limit
+    builtins._written = True
+    for _ in range(260):
+        os.write(1, b"y" * 2 ** 20)
+    (pathlib.Path(sys.argv[-1]) / "result.json").write_text('{"cases": []}')
+    atexit.register(lambda: (pathlib.Path(sys.argv[-1]) / "result.json").write_text(
+        "[" * 100000 + "]" * 100000))'''
+
+
+def test_what_the_graded_code_prints_or_writes_never_changes_a_verdict(solved, tmp_path):
+    # JSON-looking lines, odd characters, a 10 MB print, 260 MB written to fd 1, and the
+    # results' own file written during backward and again at exit: a right backward
+    # still passes every case
+    new = ["import pathlib"] + NOISE.splitlines() + lines_of("engine_sigmoid")
+    result = one(plant(solved, tmp_path, "engine_sigmoid", *new), "engine_sigmoid")
+    assert result.score == result.max_score, result.output
+
+
+def test_the_childs_text_is_shown_escaped_and_draws_no_line_of_its_own(solved, tmp_path):
+    tree = plant(solved, tmp_path, "engine_sigmoid",
+                 "print('\\ud800 \\x1b[2K\\rPASS  printed')",
+                 "if self.y.size == 1: raise ValueError('no\\nPASS  x (1, 1): dx ok')",
+                 "return (2 * g * self.y * (1 - self.y),)")
+    graded, results = grade(tree, ["engine_sigmoid"])
+    report = table(graded, results)
+    report.encode("utf-8")  # no lone surrogate: the report can be printed
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", report)
+    assert not [line for line in results[0].output.splitlines() if line.startswith("PASS")]
+    assert "it printed: \\ud800 \\x1b[2K\\rPASS  printed" in report
+    assert "backward raised ValueError: no\\nPASS  x (1, 1): dx ok" in report
+
+
+BAD_RESULTS = {  # what a child may leave as its results -> the reason the grader gives
+    "nested JSON": ('[' * 100000 + ']' * 100000, None, "could not be read (RecursionError)"),
+    "not JSON": ("\x00\xff garbage", None, "could not be read"),
+    "not an npz": ('{"cases": []}', b"PK\x03\x04 not a zip", "could not be read (BadZipFile)"),
+    "an array claiming 2**40 entries": ('{"cases": []}', "huge", "too large"),
+}
+
+
+@pytest.mark.parametrize("what", BAD_RESULTS)
+def test_results_that_are_not_data_fail_without_a_crash(tmp_path, what):
+    from tinyunits.course.grade import _read
+    text, npz, why = BAD_RESULTS[what]
+    (tmp_path / "result.json").write_text(text, encoding="utf-8", errors="surrogateescape")
+    if npz == "huge":
+        header = {"descr": "<f8", "fortran_order": False, "shape": (2 ** 40,)}
+        buffer = io.BytesIO()
+        np.lib.format.write_array_header_1_0(buffer, header)
+        with zipfile.ZipFile(tmp_path / "result.npz", "w") as z:
+            z.writestr("c0.p0.grad0.npy", buffer.getvalue() + b"\0" * 64)
+    elif npz is not None:
+        (tmp_path / "result.npz").write_bytes(npz)
+    info, reason = _read(tmp_path)
+    assert info is None and why in reason, reason
+
+
+WRONG_KINDS = {  # backward's return -> what the feedback says
+    "NaN": ("import numpy", "return (numpy.where(self.y > 0.5, numpy.nan, g),)",
+            "; it holds NaN at"),
+    "inf": ("import numpy", "return (g / 0.0,)", "; it holds inf at 12 of 12 entries"),
+    "an object array": ("import numpy", "return (numpy.array(list(g.ravel()) + [None])[:-1]"
+                        ".reshape(g.shape),)", "dx is an array of dtype object, not an array "
+                        "of real numbers"),
+    "a list": ("y = self.y", "return ((g * y * (1 - y)).tolist(),)",
+               "dx is a list, not an array"),
+    "a nested tuple": ("y = self.y", "return ((g * y * (1 - y), (None, [])),)",
+                       "dx is a tuple, not an array"),
+    "a Tensor": ("from tinyunits import Tensor", "return (Tensor(g),)",
+                 "dx is a Tensor, not an array"),
+    "an exception whose message fails": (
+        "class Odd(Exception):\n    def __str__(self):\n        raise RuntimeError",
+        "raise Odd()", "backward raised Odd: (its message could not be made into text)"),
+}
+
+
+@pytest.mark.parametrize("what", WRONG_KINDS)
+def test_a_gradient_that_is_not_one_fails_its_exercise_clearly(solved, tmp_path, what):
+    *new, said = WRONG_KINDS[what]
+    new = [line for block in new for line in block.splitlines()]
+    result = one(plant(solved, tmp_path, "engine_sigmoid", *new), "engine_sigmoid")
+    assert result.score == 0 and said in result.output, result.output
+    assert "could not be read" not in result.output and "second backward" not in result.output
+
+
+# --------------------------------------------------------------------------- what the child sees
+SPY = '''import os, pathlib, sys
+secrets = {{"hidden folder": {hidden!r}, "teacher's checkout": {root!r}}}
+places = {{"environ": " ".join(os.environ.values()), "argv": " ".join(sys.argv),
+          "cwd": os.getcwd(), "open files": " ".join(
+              os.readlink(f) for f in map(str, pathlib.Path("/proc/self/fd").glob("*"))
+              if os.path.islink(f))}}
+raise ValueError(f"found: {{sorted((s, p) for s, v in secrets.items() for p, t in places.items() if v in t)}}")'''
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/fd").is_dir(), reason="reads /proc (Linux)")
+def test_the_child_is_told_nothing_of_the_hidden_folder(solved, tmp_path, monkeypatch):
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "batch7.py").write_text(HIDDEN)
+    monkeypatch.setenv("TINYUNITS_COURSE_HIDDEN", str(hidden))  # the default folder
+    spy = SPY.format(hidden=str(hidden), root=str(ROOT)).splitlines()
+    output = one(plant(solved, tmp_path, "engine_mul", *spy), "engine_mul").output
+    assert "backward raised ValueError: found: []" in output, output
+
+
+def _alive(pid) -> bool:
+    """Does process pid still run (a zombie, killed but not yet reaped, does not)?"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = pathlib.Path(f"/proc/{pid}/stat")
+    return not (stat.is_file() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z")
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
+@pytest.mark.parametrize("then", ["returns", "loops"])
+def test_what_the_graded_code_starts_is_stopped_with_its_child(solved, tmp_path, then):
+    # a grandchild that holds the child's output pipe open, left behind by a backward
+    # that returns, or by one that runs past its time limit
+    pids = tmp_path / "pids"
+    start = ["import subprocess, sys",
+             "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])",
+             f"open({str(pids)!r}, 'a').write(f'{{p.pid}}\\n')"]
+    end = lines_of("engine_sigmoid") if then == "returns" else ["while True:", "    pass"]
+    tree = plant(solved, tmp_path, "engine_sigmoid", *start, *end)
+    result = one(tree, "engine_sigmoid", timeout=5)
+    assert (result.score == result.max_score) == (then == "returns"), result.output
+    started = [int(pid) for pid in pids.read_text().split()]
+    assert started
+    for _ in range(100):  # SIGKILL is sent; the kernel ends each process soon after
+        if not any(map(_alive, started)):
+            break
+        time.sleep(0.1)
+    assert not any(map(_alive, started)), started
+
+
+@pytest.mark.skipif(not hasattr(os, "setsid"), reason="sessions are POSIX")
+def test_a_process_that_leaves_the_group_does_not_hold_the_grade(solved, tmp_path):
+    # it escapes the kill (docs/teaching.md says so) and holds the output pipe open:
+    # the grade still ends, with its verdict
+    pids = tmp_path / "pids"
+    start = ["import subprocess, sys",
+             "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'],"
+             " start_new_session=True)",
+             f"open({str(pids)!r}, 'a').write(f'{{p.pid}}\\n')"]
+    tree = plant(solved, tmp_path, "engine_sigmoid", *start, *lines_of("engine_sigmoid"))
+    try:
+        result = one(tree, "engine_sigmoid")
+        assert result.score == result.max_score, result.output
+    finally:
+        for pid in map(int, pids.read_text().split()):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------- hidden cases, once
+COUNTED = '''
+def cases(checks):
+    with open({path!r}, "a") as f:
+        f.write("called\\n")
+    return {{}}
+'''
+
+
+def test_hidden_cases_are_built_once_per_grade_run(solved, tmp_path):
+    hidden, calls = tmp_path / "hidden", tmp_path / "calls"
+    hidden.mkdir()
+    (hidden / "counted.py").write_text(COUNTED.format(path=str(calls)))
+    grade(ROOT, ["engine_mul", "engine_div", "engine_sigmoid"], hidden)
+    assert calls.read_text().count("called") == 1
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    for student in ("ada", "bob"):
+        (submissions / student).symlink_to(solved, target_is_directory=True)
+    grade_all(submissions, io.StringIO(), hidden, ["engine_mul"])
+    assert calls.read_text().count("called") == 2  # one more for the whole folder

@@ -1,7 +1,9 @@
 """gradcheck explains a wrong backward (issue 26.1) and misleads no one (issue 23, class 7).
 
 Each mistake is a planted Function; the words are diagnose.py's, which the course
-grader uses too (tests/test_course_grader.py checks that both say the same).
+grader uses too (tests/test_course_grader.py checks that both say the same). The
+planted Functions are no exercise's (y = a sin(b), a transpose): this file is in
+the student copy.
 """
 import numpy as np
 import pytest
@@ -10,21 +12,32 @@ import tinyunits as tu
 from tinyunits.function import Function
 from tinyunits.gradcheck import load_cases, main
 from tinyunits.gradcheck.diagnose import diagnose, factor_text
-from tinyunits.ops.arithmetic import Mul
 from tinyunits.tensor import GradientShapeError
 
 rng = np.random.default_rng(0)
 A, B = rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
 
 
-class Planted(Mul):
-    """a * b whose backward is `wrong(self, g)`."""
+class Planted(Function):
+    """y = a sin(b), whose backward is `wrong(self, g)`; da and db below are right."""
 
     def __init__(self, wrong):
         self.wrong = wrong
 
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return a * np.sin(b)
+
     def backward(self, g):
         return self.wrong(self, g)
+
+
+def da(f, g):
+    return g * np.sin(f.b)
+
+
+def db(f, g):
+    return g * f.a * np.cos(f.b)
 
 
 def check(wrong, a=A, b=B):
@@ -32,7 +45,7 @@ def check(wrong, a=A, b=B):
 
 
 def test_a_sign_flip_is_named_with_its_worst_index():
-    report = check(lambda f, g: (-g * f.b, g * f.a))
+    report = check(lambda f, g: (-da(f, g), db(f, g)))
     bad, good = report.rows
     assert not bad.ok and bad.diagnosis == "wrong sign"
     assert len(bad.worst) == 2 and all(0 <= k < n for k, n in zip(bad.worst, (3, 4)))
@@ -41,38 +54,36 @@ def test_a_sign_flip_is_named_with_its_worst_index():
 
 
 def test_a_factor_2_and_a_simple_fraction():
-    report = check(lambda f, g: (g * f.b, 2 * g * f.a))
+    report = check(lambda f, g: (da(f, g), 2 * db(f, g)))
     assert report.rows[1].diagnosis == "off by a constant factor: it is 2 times the right gradient"
-    report = check(lambda f, g: (g * f.b / 12, g * f.a))
+    report = check(lambda f, g: (da(f, g) / 12, db(f, g)))
     assert report.rows[0].diagnosis.endswith("it is 1/12 times the right gradient")
     assert factor_text(1 / 12) == "1/12" and factor_text(-1.5) == "-3/2"
     assert factor_text(0.0833) == "0.0833" and factor_text(2.0) == "2"
 
 
 def test_no_factor_is_claimed_of_a_one_element_gradient():
-    report = check(lambda f, g: (g * f.b, 2 * g * f.a), A[:1, :1], B[:1, :1])
+    report = check(lambda f, g: (da(f, g), 2 * db(f, g)), A[:1, :1], B[:1, :1])
     assert not report.rows[1].ok and report.rows[1].diagnosis == ""
 
 
-class TransposedMatMul(Function):
-    def forward(self, a, b):
-        self.a, self.b = a, b
-        return a @ b
+class TransposedBack(Function):
+    """y = x.T, whose backward forgets to transpose g back."""
+
+    def forward(self, x):
+        return x.T.copy()
 
     def backward(self, g):
-        return g @ self.b.T, g.T @ self.a  # the right db is a.T @ g
+        return (g,)  # the right one is g.T
 
 
 def test_a_transposed_gradient_square_or_not():
-    square = tu.gradcheck(lambda a, b: TransposedMatMul()(a, b),
-                          [rng.normal(size=(4, 4)), rng.normal(size=(4, 4))])
-    assert square.rows[0].ok
-    assert square.rows[1].diagnosis == "transposed (its last two axes are swapped)"
-    oblong = tu.gradcheck(lambda a, b: TransposedMatMul()(a, b),
-                          [rng.normal(size=(3, 4)), rng.normal(size=(4, 5))])
+    square = tu.gradcheck(lambda x: TransposedBack()(x), [rng.normal(size=(4, 4))])
+    assert square.rows[0].diagnosis == "transposed (its last two axes are swapped)"
+    oblong = tu.gradcheck(lambda x: TransposedBack()(x), [rng.normal(size=(3, 4))])
     (row,) = oblong.rows
-    assert (row.name, row.mode, row.ok) == ("input1", "shape", False)
-    assert row.diagnosis == "backward gave shape (5, 4): transposed (its last two axes are swapped)"
+    assert (row.name, row.mode, row.ok) == ("input0", "shape", False)
+    assert row.diagnosis == "backward gave shape (4, 3): transposed (its last two axes are swapped)"
 
 
 class ChannelBias(Function):
@@ -106,16 +117,16 @@ def test_the_engine_names_the_function_whose_gradient_has_the_wrong_shape():
 
 
 def test_swapped_gradients_and_an_in_place_change():
-    report = check(lambda f, g: (g * f.a, g * f.b))
+    report = check(lambda f, g: (db(f, g), da(f, g)))
     assert report.rows[0].diagnosis == "swapped with dinput1: it holds the right dinput1"
 
     def shared(f, g):
         m = g * 1.0  # private to this backward, but shared by both lines below
         gb = None
         if f.needs_grad(1):
-            m *= f.a  # db = g a, computed in place
+            m *= f.a * np.cos(f.b)  # db, computed in place
             gb = m
-        return (m * f.b if f.needs_grad(0) else None), gb
+        return (m * np.sin(f.b) if f.needs_grad(0) else None), gb
 
     report = check(shared)
     assert report.rows[1].ok and report.rows[0].diagnosis == (
@@ -170,7 +181,7 @@ def test_command_line_says_when_a_pattern_matches_nothing(capsys):
 def test_command_line_prints_the_diagnosis(monkeypatch, capsys):
     cases = load_cases()
     monkeypatch.setitem(cases, "planted_sign", lambda: (
-        lambda a, b: Planted(lambda f, g: (-g * f.b, g * f.a))(a, b), [A, B]))
+        lambda a, b: Planted(lambda f, g: (-da(f, g), db(f, g)))(a, b), [A, B]))
     assert main(["planted_sign"]) == 1
     assert "wrong sign" in capsys.readouterr().out
 
@@ -187,3 +198,24 @@ def test_diagnose_shapes_and_zeros():
     worst = ref.copy()
     worst[2, 1] += 1
     assert diagnose(worst, ref).index == (2, 1)
+
+
+def test_no_factor_is_claimed_from_one_nonzero_entry():
+    # a gradient with one nonzero entry: any wrong value there is "a factor" of it
+    ref = np.zeros((3, 4))
+    ref[1, 2] = 0.7
+    assert diagnose(2 * ref, ref).story == ""
+    assert diagnose(-ref, ref).story == "wrong sign"
+    ref[2, 0] = -0.3  # two nonzero entries: a factor is a story again
+    assert diagnose(2 * ref, ref).story == ("off by a constant factor: it is 2 times the right "
+                                            "gradient")
+
+
+def test_nan_and_inf_are_named():
+    ref = rng.normal(size=(3, 4))
+    bad = ref.copy()
+    bad[0, 1], bad[2, 3] = np.nan, np.inf
+    found = diagnose(bad, ref)
+    assert found.story == "it holds NaN and inf at 2 of 12 entries" and found.index == (0, 1)
+    report = check(lambda f, g: (np.inf * da(f, g), db(f, g)))
+    assert report.rows[0].diagnosis == "it holds inf at 12 of 12 entries"

@@ -336,3 +336,45 @@ def test_graphviz_reads_the_dot_text(tmp_path):
     subprocess.run(["dot", "-Tpng", "-o", str(png)], input=plot.to_dot(y), text=True, check=True,
                    timeout=60)
     assert png_size(png)[0] > 1000
+
+
+# ------------------------------------------------------------------ odd names, odd paths
+ODD = ["$x$", "$\\foo$", "cost $5 ^_{}", "tab\there", "bell\a nul\x00", "lone \ud800", 'q"\\\r\n']
+
+
+@pytest.mark.parametrize("name", ODD)
+def test_any_tensor_name_is_drawn_as_it_is(tmp_path, name):
+    x = tu.tensor(2.0, requires_grad=True, name=name)
+    y = x * x
+    path = plot.graph(y, tmp_path / "odd.png", marks={y.creator: f"mark {name}"}, title=name)
+    assert png_size(path)[0] > 1000
+    fig = plot.graph(y)
+    texts = [t for t in fig.axes[0].texts if t.get_text()]
+    assert texts and not any(t.get_parse_math() for t in texts)  # "$x$" keeps its dollars
+    assert any(t.get_text().startswith("$x$\n") for t in texts) == (name == "$x$")
+
+
+CONTROL = {"bell\a nul\x00": "bell\\x07 nul\\x00", "lone \ud800": "lone \\ud800",
+           'q"\\\r\n': 'q"\\\\r'}  # a name -> the first line of its DOT label, read back
+
+
+@pytest.mark.parametrize("name", CONTROL)
+def test_any_tensor_name_stays_valid_dot(name):
+    x = tu.tensor(2.0, requires_grad=True, name=name)
+    y = x * x
+    text = plot.to_dot(y, marks={y.creator: f"mark {name}"})
+    text.encode("utf-8")  # Graphviz reads UTF-8: no lone surrogate
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", text)
+    assert to_dot_labels(text)["n0"].split("\n")[0] == CONTROL[name]
+
+
+def test_graph_says_what_is_wrong_with_its_path(tmp_path):
+    L, _ = lesson_graph()
+    with pytest.raises(TypeError, match="graph: path must be a str or os.PathLike"):
+        plot.graph(L, 42)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match=r"graph: path's folder .*file cannot be made"):
+        plot.graph(L, tmp_path / "file" / "graph.png")
+    with pytest.raises(ValueError, match="graph: path must be a file to write, not a folder"):
+        plot.graph(L, tmp_path)
+    png_size(plot.graph(L, tmp_path / "new" / "folder" / "graph.png"))  # a new folder is made

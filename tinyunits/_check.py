@@ -22,6 +22,14 @@ def fail(where: str, name: str, expected: str, got, error=ValueError):
     raise error(f"{where}: {name} must be {expected}, got {shown}")
 
 
+def printable(text: str, newlines: bool = False) -> str:
+    """text with every character that is not printable (a control character, as in a
+    terminal's escape sequences; a lone surrogate, which UTF-8 cannot write; a newline
+    unless `newlines`) written as Python escapes it: safe to print, draw or quote."""
+    return "".join(ch if ch.isprintable() or (newlines and ch == "\n") else repr(ch)[1:-1]
+                   for ch in text)
+
+
 def is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 

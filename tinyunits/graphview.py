@@ -175,6 +175,8 @@ def to_dot(y: Tensor, marks=None) -> str:
 
 
 def _quote(text: str) -> str:
-    """A DOT string: backslash and double quote escaped, newlines as \\n (centred)."""
-    text = text.replace("\\", "\\\\").replace('"', '\\"')
-    return '"' + text.replace("\r", "").replace("\n", "\\n") + '"'
+    """A DOT string: backslash and double quote escaped, newlines as \\n (centred), and
+    every other character that is not printable (a control character, a lone
+    surrogate, which UTF-8 cannot write) shown as Python escapes it."""
+    text = check.printable(text, newlines=True).replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + text.replace("\n", "\\n") + '"'

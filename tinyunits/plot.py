@@ -1,9 +1,11 @@
 """Figures saved as PNG files: learning curves, decision regions, the graph of a tensor.
 
 matplotlib runs on its Agg backend (no display needed); every function takes
-the output path, creates its folder, and returns the path (graph, without a
-path, returns the figure instead). The graph's nodes, labels, layout and its
-Graphviz DOT text live in tinyunits.graphview; graph draws them.
+the output path (a str or os.PathLike), creates its folder, and returns the path
+(graph, without a path, returns the figure instead). The graph's text is drawn as
+it is, never read as mathtext (a tensor named "$x$" keeps its dollars). The
+graph's nodes, labels, layout and its Graphviz DOT text live in
+tinyunits.graphview; graph draws them.
 """
 from __future__ import annotations
 
@@ -22,8 +24,22 @@ def _pyplot():
     return plt
 
 
+def _target(where, path):
+    """path, its folder made; a clear error for what cannot be a file to write."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        _check.fail(where, "path", "a str or os.PathLike (the file to write)", path, TypeError)
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"{where}: path's folder {folder} cannot be made "
+                         f"({err.strerror}: {err.filename})") from None
+    if os.path.isdir(path):
+        _check.fail(where, "path", "a file to write, not a folder", path)
+    return path
+
+
 def _save(fig, path):
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     _pyplot().close(fig)
@@ -32,6 +48,7 @@ def _save(fig, path):
 
 def learning_curves(histories: dict, path, keys=("train_loss", "val_loss", "val_metric")):
     """One panel per key; one line per named History (or dict of lists)."""
+    path = _target("learning_curves", path)
     plt = _pyplot()
     keys = [k for k in keys if any(h.get(k) for h in histories.values())]
     fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.2), squeeze=False)
@@ -47,6 +64,7 @@ def learning_curves(histories: dict, path, keys=("train_loss", "val_loss", "val_
 
 def decision_regions(model, X, y, path, resolution=200, title=None):
     """The class the model predicts over the bounding box of 2-D points X, with X on top."""
+    path = _target("decision_regions", path)
     plt = _pyplot()
     np = backend.host_module()
     lo, hi = X.min(axis=0) - 0.5, X.max(axis=0) + 0.5
@@ -87,15 +105,17 @@ def graph(y, path=None, marks=None, title=None):
     """
     if not isinstance(y, Tensor):
         _check.fail("graph", "y", "a Tensor", y, TypeError)
+    if path is not None:
+        path = _target("graph", path)
     nodes = graph_nodes(y)
     if len(nodes) > MAX_NODES:
         _check.fail("graph", "y's graph", f"at most {MAX_NODES} nodes (to_dot writes larger "
                     "ones for Graphviz)", len(nodes))
     marked = graphview._check_marks("graph", nodes, marks)
     edges = graph_edges(nodes)
-    labels = ["\n".join(graphview.label(n)) for n in nodes]
-    notes = [marked.get(id(n), "") for n in nodes]
-    heading = [title] if title else []
+    labels = [_check.printable("\n".join(graphview.label(n)), newlines=True) for n in nodes]
+    notes = [_check.printable(marked.get(id(n), ""), newlines=True) for n in nodes]
+    heading = [_check.printable(str(title), newlines=True)] if title else []
     if graphview.freed(nodes):
         heading += ["backward freed part of this graph;", "backward(retain_graph=True) keeps it"]
     x, yc, width, height = _place(graphview.layers(nodes, edges), labels, notes, heading)
@@ -106,7 +126,7 @@ def graph(y, path=None, marks=None, title=None):
     ax.axis("off")
     if heading:
         ax.text(width / 2, height - MARGIN_IN / 2, "\n".join(heading), ha="center", va="top",
-                family="monospace", fontsize=FONT_PT + 1)
+                family="monospace", fontsize=FONT_PT + 1, parse_math=False)
     boxes = []
     for i, node in enumerate(nodes):
         function = not isinstance(node, Tensor)
@@ -114,13 +134,14 @@ def graph(y, path=None, marks=None, title=None):
         boxes.append(ax.text(
             x[i], yc[i], labels[i], ha="center", va="center", family="monospace",
             fontsize=FONT_PT, zorder=3, fontweight="bold" if function else "normal",
+            parse_math=False,
             bbox=dict(boxstyle=f"{'square' if function else 'round'},pad=0.5",
                       fc=graphview.fill(node),
                       ec=edge, lw=2.5 if id(node) in marked else 1.0)))
         if notes[i]:  # on white, legible where an arrow passes under it
             ax.annotate(notes[i], xy=(0.5, 0), xycoords=boxes[i], xytext=(0, -FONT_PT),
                         textcoords="offset points", ha="center", va="top", family="monospace",
-                        fontsize=MARK_PT, color=graphview.MARK, zorder=3,
+                        fontsize=MARK_PT, color=graphview.MARK, zorder=3, parse_math=False,
                         bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.85))
     times = Counter(edges)
     drawn = {}

@@ -38,7 +38,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 import tinyunits as tu
-from tinyunits import backend, checks as data_helpers
+from tinyunits import _check, backend, checks as data_helpers
 from tinyunits.checks.dac import _off_kink_biases, _off_kink_inputs
 from tinyunits.checks.focus import _layer as _focus_layer
 from tinyunits.checks.han import MARGIN as HAN_MARGIN, _input_with_pre_activation
@@ -62,6 +62,7 @@ np = backend.host_module()
 data = data_helpers.data
 PASS, FAIL, SKIP, TODO = "pass", "fail", "skip", "not implemented"
 REPEAT = 1e-12  # a second backward, or the same gradient beside others, agrees this well
+SAID = 2000     # characters of the child's text (an error, what it printed) shown at most
 
 
 @dataclass
@@ -92,10 +93,20 @@ class Case:
         return [list(range(len(self.inputs)))] + ([rest] if rest else [])
 
 
+def printable(text, newlines=False) -> str:
+    """The child's text as feedback may show it: its last SAID characters (its first,
+    for one line), every character that is not printable escaped (_check.printable),
+    so that no print of the graded code can break the report, or draw a line of its
+    own in it."""
+    text = str(text)
+    return _check.printable(text[-SAID:] if newlines else text[:SAID], newlines)
+
+
 @dataclass
 class Probe:
     """What the child sent for one backward: `info` (what it returned and raised, what
-    it printed: words for feedback only) and `arrays` (everything a verdict reads)."""
+    it printed: words for feedback only, escaped by printable) and `arrays` (everything
+    a verdict reads)."""
     info: dict
     arrays: dict
 
@@ -105,16 +116,19 @@ class Probe:
 
     @property
     def error(self):
-        return self.info.get("error") if isinstance(self.info.get("error"), str) else None
+        error = self.info.get("error")
+        return printable(error) if isinstance(error, str) else None
 
     @property
     def printed(self) -> str:
-        return str(self.info.get("printed") or "")
+        printed = self.info.get("printed")
+        return printable(printed, newlines=True) if isinstance(printed, str) else ""
 
     def kind(self, key) -> str:
-        """What the child said backward returned there: 'array', 'None' or a type name."""
+        """What the child said backward returned there: 'array', 'None', 'array of dtype
+        X' (not real numbers) or a type name."""
         kinds = self.info.get(key)
-        return str(kinds) if isinstance(kinds, str) else "nothing"
+        return printable(kinds) if isinstance(kinds, str) else "nothing"
 
     def saved(self) -> list:
         names = self.info.get("saved")
@@ -182,10 +196,12 @@ def _changed(case, p) -> list:
 
 
 def _same(a, b) -> bool:
-    """Two results of backward agree (both missing counts as agreeing)."""
+    """Two results of backward agree (both missing, or NaN in the same places, count as
+    agreeing: a NaN is reported once, as a wrong gradient)."""
     if a is None or b is None:
         return a is b
-    return a.shape == b.shape and a.dtype == b.dtype and distance(a, b) <= REPEAT
+    return a.shape == b.shape and a.dtype == b.dtype and (
+        np.array_equal(a, b, equal_nan=True) or distance(a, b) <= REPEAT)
 
 
 def _raised(p, label, hidden, wants=""):
@@ -209,7 +225,7 @@ def _structure(case, p, label):
         return (FAIL, f"{label}: backward returned {_article(returned)}, not a tuple with one "
                       "gradient per input (the engine zips it with the inputs)")
     if count != len(case.inputs):
-        return (FAIL, f"{label}: backward returned {count} gradients for "
+        return (FAIL, f"{label}: backward returned {printable(count)} gradients for "
                       f"{len(case.inputs)} inputs")
     return None
 
@@ -221,10 +237,14 @@ def _article(kind: str) -> str:
 def _gradient(case, i, a, kind, numeric, g, label):
     """(status, line, relative error or None) for one gradient the child sent for input i."""
     name, x = case.name(i), case.inputs[i]
-    if a is None and kind == "array":
-        return (FAIL, f"{label}: {name} is not an array of real numbers", None)
-    if a is None:
+    if a is None and kind in ("None", "nothing"):
         return (FAIL, f"{label}: {name} missing (backward returned {_article(kind)} for it)", None)
+    if a is None and kind.startswith("array"):
+        return (FAIL, f"{label}: {name} is {'an array' if kind == 'array' else f'an {kind}'}, "
+                      f"not an array of real numbers like its input ({x.dtype})", None)
+    if a is None:
+        return (FAIL, f"{label}: {name} is {_article(kind)}, not an array (backward takes "
+                      "and returns arrays, not Tensors or lists)", None)
     if a.dtype != x.dtype:
         return (FAIL, f"{label}: {name} has dtype {a.dtype}, the input has {x.dtype}", None)
     if case.broadcast_ok and a.shape != x.shape and a.ndim >= x.ndim:
@@ -260,7 +280,7 @@ def _repeat(case, p, label, indices, baseline=None):
     def found(probe):
         again = [case.name(i) for i in indices if not probe.info.get("again_error")
                  and not _same(probe.array(f"again{i}"), probe.array(f"grad{i}"))]
-        error = str(probe.info.get("again_error") or "").split(":", 1)[0]
+        error = printable(probe.info.get("again_error") or "").split(":", 1)[0]
         return _changed(case, probe), again, error
 
     changed, differ, error = found(p)
@@ -417,11 +437,14 @@ def engine_matmul():
 
 def engine_softmax_ce():
     cases = []
-    for n, c, labels in [(4, 3, [0, 2, 1, 2]), (4, 3, None), (1, 5, None), (6, 2, None)]:
+    for n, c, labels, offset in [(4, 3, [0, 2, 1, 2], 0), (4, 3, None, 0), (1, 5, None, 0),
+                                 (6, 2, None, 0), (4, 3, None, 1000)]:
         labels = backend.asarray(np.asarray(labels) if labels else np.arange(n) % c)
-        cases.append(Case(f"logits ({n}, {c}), labels {backend.to_host(labels).tolist()}",
+        # near 1000, exp overflows: a softmax recomputed without the forward's shift is NaN
+        near = f" near {offset} (exp({offset}) overflows)" if offset else ""
+        cases.append(Case(f"logits ({n}, {c}){near}, labels {backend.to_host(labels).tolist()}",
                           lambda labels=labels: SoftmaxCrossEntropy(labels),
-                          [_host(data(n, c, low=-3, high=3))], {0: "dz"}))
+                          [offset + _host(data(n, c, low=-3, high=3))], {0: "dz"}))
     return cases
 
 

@@ -8,6 +8,14 @@ time limit is stopped, and one that crashes or exits fails its exercise only.
 Verdicts come from checks.verdicts on those arrays, against this library's own
 forward, so nothing a submission prints or exits with can raise its score.
 
+The child is told no more than it needs: the graded tree, its job folder, and an
+environment of its own (no variable of this process, so not the hidden folder's).
+What it writes to its standard output and error goes through a pipe of which this
+process keeps the last lines, for feedback only; the results are files that
+this process reads as data (JSON of strict shape, arrays without pickle, sizes
+bounded), and whatever text of the child it shows is escaped (checks.printable).
+When a child ends, or is stopped, its whole process group is stopped with it.
+
 An exercise scores its points only if every case passes, hidden ones included,
 so the total never claims full marks while a hidden case fails.
 """
@@ -18,24 +26,29 @@ import csv
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from .. import _check, backend
+from .. import _check, backend, manual_seed
 from ..tensor import get_default_dtype, set_default_dtype
 from . import checks
 from .exercises import BY_NAME, EXERCISES
-from .runner import LIMIT
+from .runner import LIMIT, TAIL
 from .source import HIDDEN_DIR
 
 HERE = pathlib.Path(__file__).resolve().parent
 SOURCE_ROOT = HERE.parent.parent  # the checkout this grader lives in
 TIMEOUT = 60   # seconds per exercise
 SHOWN = 6      # lines of a failing case's printed output shown in the feedback
+# the variables a child inherits (locale, time zone; SYSTEMROOT, which Windows needs)
+INHERITED = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
 np = backend.host_module()
 
 
@@ -64,19 +77,33 @@ def default_hidden():
     return pathlib.Path(folder)
 
 
-def _load_hidden(folder):
-    """{path: module, or the exception that loading it raised}."""
+@dataclass
+class Hidden:
+    """The hidden cases, built once per grade run: {exercise: [Case]}, and for each
+    file that did not load (or whose cases() raised) the type of its exception."""
+    cases: dict = field(default_factory=dict)
+    errors: list = field(default_factory=list)
+
+
+def load_hidden(folder) -> Hidden:
+    """Every file of folder run, and its cases(checks) called, once (from a fixed seed,
+    on NumPy in float64): every exercise, and every submission of a grade-all run,
+    is graded on the same hidden cases."""
     import importlib.util
-    found = {}
-    for k, path in enumerate(sorted(folder.glob("*.py")) if folder.is_dir() else []):
-        try:
-            spec = importlib.util.spec_from_file_location(f"_tinyunits_course_hidden_{k}", path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            found[path] = module
-        except Exception as err:  # noqa: BLE001 - a traceback would show hidden code
-            found[path] = err
-    return found
+    folder, hidden = pathlib.Path(folder), Hidden()
+    with _numpy_float64():
+        for k, path in enumerate(sorted(folder.glob("*.py")) if folder.is_dir() else []):
+            try:
+                spec = importlib.util.spec_from_file_location(f"_tinyunits_course_hidden_{k}",
+                                                              path)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                manual_seed(0)
+                for name, cases in dict(module.cases(checks)).items():
+                    hidden.cases.setdefault(name, []).extend(cases)
+            except Exception as err:  # noqa: BLE001 - a traceback would show hidden code
+                hidden.errors.append(type(err).__name__)
+    return hidden
 
 
 def _encode(value, key, arrays):
@@ -125,16 +152,15 @@ def _plan(name, hidden, work) -> Plan:
     except Exception as err:  # noqa: BLE001 - the grader's own bug: say so, fail the exercise
         plan.lines.append((checks.FAIL, f"the cases could not be built: "
                                         f"{type(err).__name__}: {err}", ""))
-    for module in hidden.values():
-        # never show a hidden case's code or values: only the type of what went wrong
-        try:
-            if isinstance(module, Exception):
-                raise module
-            for case in module.cases(checks).get(name, []):
-                add(case, True)
-        except Exception as err:  # noqa: BLE001
-            plan.lines.append((checks.FAIL, f"hidden case: could not be built "
-                                            f"({type(err).__name__})", ""))
+    # never show a hidden case's code or values: only the type of what went wrong
+    plan.lines += [(checks.FAIL, f"hidden case: could not be built ({kind})", "")
+                   for kind in hidden.errors]
+    try:
+        for case in hidden.cases.get(name, []):
+            add(case, True)
+    except Exception as err:  # noqa: BLE001
+        plan.lines.append((checks.FAIL, f"hidden case: could not be built "
+                                        f"({type(err).__name__})", ""))
     plan.job.mkdir(parents=True)
     (plan.job / "job.json").write_text(json.dumps({"cases": spec}))
     with open(plan.job / "job.npz", "wb") as f:
@@ -142,29 +168,80 @@ def _plan(name, hidden, work) -> Plan:
     return plan
 
 
-def _run_child(root, job, timeout):
-    """('done' | 'timeout' | 'stopped', exit code) for one child, which runs in its own
-    session so that whatever it started is stopped with it at the time limit."""
-    env = dict(os.environ, TINYUNITS_BACKEND="numpy", TINYUNITS_NUM_THREADS="1",
-               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
-    env.pop("PYTHONPATH", None)
-    with open(job / "output.txt", "wb") as output:
-        child = subprocess.Popen([sys.executable, str(HERE / "runner.py"), str(root), str(job)],
-                                 cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=output,
-                                 stderr=subprocess.STDOUT, start_new_session=True)
+def _child_env(job) -> dict:
+    """The child's environment: none of this process's variables (the hidden folder's
+    path, a teacher's tokens, an activated environment's PATH), only the locale;
+    one thread, NumPy, and a home and temporary folder in its job folder."""
+    env = {k: os.environ[k] for k in INHERITED if k in os.environ}
+    env.update(PATH=os.defpath, HOME=str(job), TMPDIR=str(job), TINYUNITS_BACKEND="numpy",
+               TINYUNITS_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               MKL_NUM_THREADS="1")
+    return env
+
+
+class _Drain(threading.Thread):
+    """Reads a child's output pipe as it comes and keeps the last TAIL bytes, so that
+    no amount of output blocks the child or fills a disk."""
+
+    def __init__(self, pipe):
+        super().__init__(daemon=True)
+        self.pipe, self.kept = pipe, b""
+        self.start()
+
+    def run(self):
+        for chunk in iter(lambda: self.pipe.read1(1 << 16), b""):
+            self.kept = (self.kept + chunk)[-TAIL:]
+
+    def text(self) -> str:
+        """What came so far. A process that escaped the child's group (setsid) may hold
+        the pipe open: its end is not waited for beyond a second."""
+        self.join(1.0)
+        return self.kept.decode(errors="replace")
+
+
+def _run_child(runner, root, job, timeout):
+    """('done' | 'timeout' | 'stopped', exit code, what it wrote to fd 1 and 2) for one
+    child. It runs in its own session (a process group), which is stopped when the
+    child ends or runs past its time limit, whatever the child started with it."""
+    child = subprocess.Popen([sys.executable, "-I", "-B", str(runner), str(root), str(job)],
+                             cwd=root, env=_child_env(job), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+    output = _Drain(child.stdout)
+    ended = _ended(child, timeout)
+    _stop(child)
+    if not ended:
+        return "timeout", None, output.text()
+    state = "done" if (job / "result.json").is_file() else "stopped"
+    return state, child.returncode, output.text()
+
+
+def _ended(child, timeout) -> bool:
+    """Has the child ended within timeout seconds? On POSIX it is left unreaped: while
+    it stands as a zombie, its pid, its group's id, goes to no other process, so
+    _stop signals its own group and nothing else."""
+    if not hasattr(os, "waitid"):
         try:
-            code = child.wait(timeout=timeout)
+            child.wait(timeout=timeout)
+            return True
         except subprocess.TimeoutExpired:
-            _stop(child)
-            return "timeout", None
-    return ("done" if (job / "result.json").is_file() else "stopped"), code
+            return False
+
+    def wait():
+        with contextlib.suppress(ChildProcessError):
+            os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    waiter.join(timeout)
+    return not waiter.is_alive()
 
 
 def _stop(child):
-    """Stop a child that is still running, and whatever it started (its session, on POSIX)."""
+    """Stop the child, if it still runs, and what it started (its group, on POSIX), then
+    reap it. The group outlives the child while one of its processes runs."""
     try:
         if hasattr(os, "killpg"):
-            os.killpg(child.pid, signal.SIGKILL)  # not yet reaped: the group is still its own
+            os.killpg(child.pid, signal.SIGKILL)
         else:
             child.kill()
     except ProcessLookupError:
@@ -173,20 +250,38 @@ def _stop(child):
 
 
 def _read(job):
-    """(info, arrays) the child wrote, or (None, why) when they cannot be read."""
+    """(info, arrays) the child wrote, or (None, why) when they cannot be read. Read as
+    data only: JSON (its nesting bounded by the parser), arrays of fixed dtypes without
+    pickle, and no file, member or array beyond its size limit."""
     try:
         if (job / "result.json").stat().st_size > 16 * 2 ** 20:
             return None, "its results are too large"
-        info = json.loads((job / "result.json").read_text())
+        info = json.loads((job / "result.json").read_text(encoding="utf-8"))
         arrays = {}
         if (job / "result.npz").is_file():
-            if (job / "result.npz").stat().st_size > LIMIT:
+            if not _npz_within(job / "result.npz", LIMIT):
                 return None, "its results are too large"
             with np.load(job / "result.npz", allow_pickle=False) as f:
                 arrays = {k: f[k] for k in f.files}
         return info, arrays
-    except (OSError, ValueError) as err:
+    except Exception as err:  # noqa: BLE001 - whatever the child wrote: no verdict, no crash
         return None, f"its results could not be read ({type(err).__name__})"
+
+
+def _npz_within(path, limit) -> bool:
+    """Does the .npz at path, unpacked and loaded, take at most `limit` bytes? (Its
+    members' sizes as stored, and each array's size as its header declares it.)"""
+    total = 0
+    with zipfile.ZipFile(path) as z:
+        for info in z.infolist():
+            total += info.file_size
+            with z.open(info) as f:
+                version = np.lib.format.read_magic(f)
+                read = {(1, 0): np.lib.format.read_array_header_1_0,
+                        (2, 0): np.lib.format.read_array_header_2_0}[version]
+                shape, _, dtype = read(f)
+                total += dtype.itemsize * int(np.prod(shape, dtype=object))
+    return total <= limit
 
 
 def _probes(info, arrays, k, count):
@@ -201,18 +296,18 @@ def _probes(info, arrays, k, count):
 
 def _lines(plan, outcome, timeout):
     """[(status, line, printed)] for one exercise from its child's outcome."""
-    state, code = outcome
+    state, code, output = outcome
     if state == "timeout":
         return plan.lines + [(checks.FAIL, f"timed out after {timeout:g} s (an endless loop?); "
                                            "the exercise's other cases were not run", "")]
     if state == "stopped":
         hidden = any(is_hidden for _, is_hidden, _, _ in plan.cases)
-        tail = "" if hidden else _tail(plan.job / "output.txt")
         return plan.lines + [(checks.FAIL, f"the graded code stopped the run (exit code {code}) "
-                                           "before any result came back", tail)]
+                                           "before any result came back",
+                              "" if hidden else checks.printable(output, newlines=True))]
     info, arrays = _read(plan.job)
     if info is None or (isinstance(info, dict) and "error" in info):
-        why = arrays if info is None else str(info["error"])
+        why = arrays if info is None else checks.printable(info["error"])
         return plan.lines + [(checks.FAIL, f"no result came back: {why}", "")]
     lines = list(plan.lines)
     for k, (case, hidden, y, g) in enumerate(plan.cases):
@@ -227,12 +322,6 @@ def _lines(plan, outcome, timeout):
             lines.append((checks.FAIL, f"{'hidden case' if hidden else case.label}: the grader "
                                        f"could not judge it ({type(err).__name__})", ""))
     return lines
-
-
-def _tail(path) -> str:
-    with open(path, "rb") as f:
-        f.seek(max(0, os.path.getsize(path) - 2000))
-        return f.read().decode(errors="replace")
 
 
 def _shown(printed: str) -> list:
@@ -268,8 +357,10 @@ def _workers() -> int:
 def grade(directory=None, only=None, hidden=None, timeout=TIMEOUT, workers=None):
     """(graded tinyunits path, [Result]) for the tree at directory (default: this checkout).
 
-    timeout: seconds per exercise; workers: children at a time (default: the cores, <= 4).
-    The cases are drawn from fixed seeds: tinyunits' generators are reseeded.
+    hidden: a folder of hidden cases (default: default_hidden()) or what load_hidden
+    made of one; timeout: seconds per exercise; workers: children at a time (default:
+    the cores, <= 4). The cases are drawn from fixed seeds: tinyunits' generators are
+    reseeded.
     """
     _check.number("grade", "timeout", timeout, low=0, low_open=True)
     root = pathlib.Path(directory or SOURCE_ROOT).resolve()
@@ -279,11 +370,15 @@ def grade(directory=None, only=None, hidden=None, timeout=TIMEOUT, workers=None)
         raise ValueError(f"grade: unknown exercise(s) {unknown}; known: {list(BY_NAME)}")
     if not (root / "tinyunits").is_dir():
         raise ValueError(f"grade: {root} holds no tinyunits/ folder to grade")
-    hidden = _load_hidden(pathlib.Path(hidden) if hidden else default_hidden())
+    if not isinstance(hidden, Hidden):
+        hidden = load_hidden(hidden or default_hidden())
     with tempfile.TemporaryDirectory(prefix="tinyunits-grade-") as work, _numpy_float64():
-        plans = [_plan(name, hidden, pathlib.Path(work)) for name in names]
+        work = pathlib.Path(work)
+        # the child runs a copy: its argv names no file of the grader's checkout
+        runner = pathlib.Path(shutil.copy(HERE / "runner.py", work / "runner.py"))
+        plans = [_plan(name, hidden, work / "jobs") for name in names]
         with ThreadPoolExecutor(workers or _workers()) as pool:
-            runs = [pool.submit(_run_child, root, plan.job, timeout) for plan in plans]
+            runs = [pool.submit(_run_child, runner, root, plan.job, timeout) for plan in plans]
             results = [_result(plan.name, _lines(plan, run.result(), timeout))
                        for plan, run in zip(plans, runs)]
     return str(root / "tinyunits"), results
@@ -328,6 +423,7 @@ def grade_all(submissions, out, hidden=None, only=None, timeout=TIMEOUT) -> int:
     """One CSV row per folder of `submissions`: student, total, then each exercise."""
     folders = sorted(p for p in pathlib.Path(submissions).iterdir() if p.is_dir())
     names = list(only) if only else [e.name for e in EXERCISES]
+    hidden = load_hidden(hidden or default_hidden())  # once: every student, the same cases
     writer = csv.writer(out)
     writer.writerow(["student", "total", "max"] + names)
     for folder in folders:

@@ -15,7 +15,13 @@ says what backward returned and raised, and what it printed (words for feedback)
 
 This process decides nothing: grade.py judges the arrays against its own library's
 forward, so nothing printed, written or exited with here can raise a score. A case
-that raises, or calls sys.exit, is recorded and the next one runs.
+that raises, or calls sys.exit, is recorded and the next one runs. What a probe
+prints through sys.stdout or sys.stderr is kept (its last TAIL bytes) for feedback;
+what reaches the file descriptors 1 and 2 themselves goes to the grader's pipe,
+never into the results. Only arrays of real numbers are sent: anything else
+backward returns is sent as the name of its type. Once the results are written the
+process ends at once (os._exit), so no atexit handler, thread or finaliser of the
+graded code runs after them.
 """
 import contextlib
 import importlib
@@ -30,23 +36,40 @@ try:
 except ImportError:  # Windows: no file-size limit
     resource = None
 
-LIMIT = 256 * 2 ** 20  # bytes this process may write to one file (a print loop's log)
-TAIL = 2000            # characters kept of what one probe printed, or of an error
+LIMIT = 256 * 2 ** 20  # bytes this process may write to one file (the results, or a runaway)
+TAIL = 2000            # bytes kept of what one probe printed, characters of an error
 
 
-class _Tail(io.TextIOBase):
-    """A text stream that keeps only the last TAIL characters written to it."""
+class _Tail(io.BufferedIOBase):
+    """A byte sink that keeps only the last TAIL bytes written to it."""
 
     def __init__(self):
         super().__init__()
-        self.text = ""
+        self.kept = b""
 
     def writable(self):
         return True
 
-    def write(self, s):
-        self.text = (self.text + str(s))[-TAIL:]
-        return len(s)
+    def write(self, b):
+        b = memoryview(b).cast("B")  # a huge write: only its tail is copied
+        self.kept = (self.kept + bytes(b[-TAIL:]))[-TAIL:]
+        return len(b)
+
+
+def _stream(sink):
+    """A text stream onto sink with what print and sys.stdout users expect (.buffer,
+    .encoding): one that cannot fail on what it is given (odd characters escaped)."""
+    return io.TextIOWrapper(sink, encoding="utf-8", errors="backslashreplace",
+                            write_through=True)
+
+
+def _said(err) -> str:
+    """An exception as text, even one whose __str__ fails."""
+    try:
+        text = f"{type(err).__name__}: {err}"
+    except BaseException:  # noqa: BLE001 - the graded code's exception, not ours
+        text = f"{type(err).__name__}: (its message could not be made into text)"
+    return text[:TAIL]
 
 
 def _decode(value, sent):
@@ -88,10 +111,15 @@ def _record(np, result, key, arrays, out, prefix):
         return
     out["count"] = len(result)
     for i, a in enumerate(result):
-        kind = "None" if a is None else "array" if isinstance(a, np.ndarray) else type(a).__name__
+        if a is None:
+            kind = "None"
+        elif isinstance(a, np.ndarray):  # only real numbers travel (an object array would pickle)
+            kind = "array" if a.dtype.kind in "fiub" else f"array of dtype {a.dtype}"
+        else:
+            kind = type(a).__name__
         out[f"{prefix}{i}"] = kind
         if kind == "array":
-            arrays[f"{key}.{prefix}{i}"] = a.copy()
+            arrays[f"{key}.{prefix}{i}"] = np.array(a)
 
 
 def _run(tinyunits, np, case, sent, c, key, wants, arrays, out):
@@ -113,21 +141,23 @@ def _run(tinyunits, np, case, sent, c, key, wants, arrays, out):
     arrays.update({f"{key}.saved_after.{name}": a.copy() for name, a in _saved(np, fn).items()
                    if name in saved})
     try:
-        with contextlib.redirect_stdout(_Tail()), contextlib.redirect_stderr(_Tail()):
-            again = fn.backward(g)  # what it prints again is not shown twice
+        quiet = _stream(_Tail())  # what it prints again is not shown twice
+        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+            again = fn.backward(g)
         _record(np, again, key, arrays, {}, "again")
     except BaseException as err:  # noqa: BLE001 - SystemExit too: feedback, not an end
-        out["again_error"] = f"{type(err).__name__}: {err}"[:TAIL]
+        out["again_error"] = _said(err)
 
 
 def _probe(tinyunits, np, case, sent, c, key, wants, arrays):
     out, printed = {"stage": "build"}, _Tail()
+    stream = _stream(printed)
     try:
-        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream):
             _run(tinyunits, np, case, sent, c, key, wants, arrays, out)
     except BaseException as err:  # noqa: BLE001 - SystemExit too: this probe fails, not the run
-        out["error"] = f"{type(err).__name__}: {err}"[:TAIL]
-    out["printed"] = printed.text
+        out["error"] = _said(err)
+    out["printed"] = printed.kept.decode("utf-8", errors="replace")
     return out
 
 
@@ -152,8 +182,7 @@ def main(root, job):
         import tinyunits
         tinyunits.set_default_dtype("float64")
     except BaseException as err:  # noqa: BLE001 - a broken tree is feedback, not a crash
-        return _write(job, {"error": f"import tinyunits from {root} failed: "
-                                     f"{type(err).__name__}: {err}"[:TAIL]})
+        return _write(job, {"error": f"import tinyunits from {root} failed: {_said(err)}"})
     graded = pathlib.Path(tinyunits.__file__).resolve().parent
     if root not in graded.parents:
         return _write(job, {"error": f"import tinyunits found {graded}, outside {root}: "
@@ -170,3 +199,7 @@ def main(root, job):
 
 if __name__ == "__main__":
     main(pathlib.Path(sys.argv[1]).resolve(), pathlib.Path(sys.argv[2]).resolve())
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)  # before any atexit handler, thread or finaliser of the graded code

@@ -15,6 +15,7 @@ the shapes differ); `story` is one line when one simple story explains the error
 
     shapes differ:  "transposed (its last two axes are swapped)",
                     "broadcast axes not summed back"
+    "it holds NaN at 3 of 12 entries" (or inf, or NaN and inf)
     "it is zero everywhere, where it should not be"
     "wrong sign"
     known[k][0]     a mistake the caller knows how to compute, e.g. a missing term
@@ -24,12 +25,13 @@ the shapes differ); `story` is one line when one simple story explains the error
                     other inputs, by name
     "transposed (its last two axes are swapped)"  a square matrix
     "off by a constant factor: it is 1/12 times the right gradient"
-                    never on a one-element gradient, where any error is "a factor";
+                    only where the right gradient has two nonzero entries or more
+                    (of one, as of a one-element gradient, any error is "a factor");
                     a simple fraction is printed as one
     "zero at 3 of 12 entries where it should not be"   (and right at the others)
 
 With elementwise=False (gradcheck's random directions, where the two vectors are
-projections, not gradients) only the zero, sign and factor stories are tried.
+projections, not gradients) only the NaN, zero, sign and factor stories are tried.
 """
 from __future__ import annotations
 
@@ -51,15 +53,18 @@ class Diagnosis:
 
 
 def distance(a, b) -> float:
-    """Normwise relative distance max|a - b| / max(max|a|, max|b|), 0 for two zeros."""
-    worst = float(abs(a - b).max(initial=0))
-    scale = max(float(abs(a).max(initial=0)), float(abs(b).max(initial=0)))
-    return worst / scale if worst else 0.0
+    """Normwise relative distance max|a - b| / max(max|a|, max|b|), 0 for two zeros
+    (NaN where either holds NaN or inf: never within a tolerance)."""
+    with backend.host_module().errstate(invalid="ignore", over="ignore"):
+        worst = float(abs(a - b).max(initial=0))
+        scale = max(float(abs(a).max(initial=0)), float(abs(b).max(initial=0)))
+        return worst / scale if worst else 0.0
 
 
 def compare(analytic, numeric, tol=TOLERANCE, atol=ATOL):
     """(max abs error, normwise relative error, ok) of one gradient against its reference."""
-    max_abs = float(abs(analytic - numeric).max(initial=0))
+    with backend.host_module().errstate(invalid="ignore", over="ignore"):
+        max_abs = float(abs(analytic - numeric).max(initial=0))
     max_rel = distance(analytic, numeric)
     return max_abs, max_rel, max_rel < tol or max_abs <= atol
 
@@ -86,7 +91,8 @@ def diagnose(analytic, numeric, others=None, known=(), alone=None,
     a, n = np.asarray(analytic, dtype="float64"), np.asarray(numeric, dtype="float64")
     if a.shape != n.shape:
         return Diagnosis((), shape_story(a.shape, n.shape))
-    err = abs(a - n)
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = abs(a - n)
     index = ()
     if elementwise and err.size:
         index = tuple(int(k) for k in np.unravel_index(int(err.argmax()), err.shape))
@@ -103,6 +109,11 @@ def shape_story(got, want) -> str:
 
 
 def _story(np, a, n, others, known, alone, without, elementwise) -> str:
+    bad = ~np.isfinite(a)
+    if bad.any():
+        what = " and ".join(name for name, found in (("NaN", np.isnan(a)), ("inf", np.isinf(a)))
+                            if found.any())
+        return f"it holds {what} at {int(bad.sum())} of {a.size} entries"
     if not abs(a).any():
         return "it is zero everywhere, where it should not be"
     if distance(a, -n) < SAME:
@@ -131,9 +142,10 @@ def _story(np, a, n, others, known, alone, without, elementwise) -> str:
 
 
 def _factor(a, n) -> str:
-    """The constant-factor story, or "" (a one-element gradient is always 'a factor')."""
+    """The constant-factor story, or "" where the right gradient has fewer than two
+    nonzero entries: a multiple of one entry is no story (any error is 'a factor')."""
     n2 = float((n * n).sum())
-    if a.size < 2 or n2 == 0:
+    if n2 == 0 or int((abs(n) > 1e-8 * abs(n).max()).sum()) < 2:
         return ""
     c = float((a * n).sum()) / n2
     if distance(a, c * n) < SAME:
