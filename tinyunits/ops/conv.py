@@ -166,9 +166,9 @@ class WideColumns(Columns):
         self.flat = xpad.reshape(self.B, self.C, -1)  # a view in either layout
 
     def taps(self):
-        """(p, q, s, L) per tap: it reads from s = p*W + q on, L = Ho*W positions, but
-        for the last row's taps at the image's end, which read L < Ho*W (the rest would
-        be past the image, read only by dropped columns)."""
+        """(p, q, s, L) per tap: it reads `L = Ho*W` positions from `s = p*W + q` on,
+        but the last row's taps at the image's end, which read fewer (the rest would be
+        past the image, read only by dropped columns)."""
         for p in range(self.k):
             for q in range(self.k):
                 s = p * self.W + q
