@@ -86,3 +86,20 @@ def test_cuda_kernels_compile_once_per_source_and_options(monkeypatch):
     assert compiled == [("src", ("-DX=1",)), ("src", ("-DX=2",))]
     assert (a, b, c) == (("forward", 1), ("backward", 1), ("forward", 2))
     assert not backend.on_gpu(np.zeros(2)) and not backend.on_gpu(backend.strict.zeros(2))
+
+
+def test_short_rows_unbuffered_is_scoped_and_keeps_the_error_settings():
+    """The small ufunc buffer holds inside the block only; errstate's settings are kept
+    inside and restored after (numpy ties the buffer size to errstate's scope)."""
+    x = np.zeros((4, 100), np.float32)
+    before = np.getbufsize()
+    with np.errstate(over="raise"):
+        with backend.short_rows_unbuffered(x):
+            assert np.getbufsize() == backend.SHORT_ROWS_BUFSIZE < before
+            with pytest.raises(FloatingPointError):
+                np.float32(3e38) * np.float32(10)
+        assert np.getbufsize() == before
+    with pytest.raises(ValueError):  # restored after an error inside the block too
+        with backend.short_rows_unbuffered(x):
+            raise ValueError
+    assert np.getbufsize() == before

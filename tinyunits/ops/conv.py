@@ -26,8 +26,8 @@ split over the CPU threads (tinyunits.threads), im2col over the chunk's samples
 and col2im over the input channels, each thread writing its own part.
 
 Stride 1 has a faster path beside this reference (`WideColumns`, tested equal to
-it): a column for every input position, so that every tap's copy and every tap's
-add back is one contiguous run per chunk instead of Ho runs of Wo per image.
+it): a column for every position of the input rows that have outputs, so that every
+tap's copy and every tap's add back is one run of Ho*W per image instead of Ho runs of Wo.
 
 Layout, for speed: the columns are `(C*k*k, B*Ho*Wo)`, so the copy that builds them
 reads the input along its rows, and the GEMM writes the output channel-major,
@@ -40,6 +40,7 @@ import contextlib
 
 from .. import _check as check
 from .. import buffers, threads
+from .. import backend
 from ..backend import get_array_module, host_module, sliding_window_view
 from ..function import Function
 
@@ -143,69 +144,68 @@ class Columns:
 
 
 class WideColumns(Columns):
-    """Stride 1, faster: a column for every position of the input image.
+    """Stride 1, faster: a column for every position of the input rows that have outputs.
 
-    The column of position `m = h*W + w` of sample j reads tap (p, q) at
-    `x[c].flat[j*H*W + m + p*W + q]` (x channel-major): a chunk's columns are one
-    strided view of the input, `[c, p, q, m]`, copied in ONE pass, and col2im adds
-    each tap's rows back in one pass over all channels, instead of Ho runs of Wo
-    per image, channel and tap. (Such runs are a numpy call each: on two threads
-    each call hands the GIL over, thousands of times a step.) Only the columns
-    with h < Ho and w < Wo are real; the others mix the ends of two rows (or two
-    images) and are computed and dropped (y), and given a zero gradient (g), so
-    they add nothing to dW, and zeros to dx. The products are `H*W/(Ho*Wo)` longer
-    (17% for 3x3 on 26x26). The same numbers as Columns in y and dx (each entry sums
-    the same terms in the same order) to the last bit, but for BLAS's blocking; dW
-    adds the dropped columns' zero terms too, so it agrees to rounding.
+    The column of position `m = h*W + w` (h < Ho, every w < W) of sample j reads tap
+    (p, q) at `x[j, c].flat[m + p*W + q]`: for each tap, a chunk's columns are one
+    strided view of the input, `[c, j, m]` with runs of Ho*W, copied in one pass, and
+    col2im adds each tap's rows back in one pass, instead of Ho runs of Wo per image,
+    channel and tap. (Such runs are a numpy call each: on two threads each call hands
+    the GIL over, thousands of times a step.) Only the columns with w < Wo are real;
+    the others mix the ends of two rows and are computed and dropped (y), and given a
+    zero gradient (g), so they add nothing to dW, and zeros to dx. The products are
+    `W/Wo` longer (8% for 3x3 on 26x26). The same numbers as Columns in y and dx (each
+    entry sums the same terms in the same order) to the last bit, but for BLAS's
+    blocking; dW adds the dropped columns' zero terms too, so it agrees to rounding.
     """
 
     def __init__(self, xpad, k: int, stride: int):
         super().__init__(xpad, k, stride)
         self.H, self.W = xpad.shape[2:]
-        self.per_sample = self.H * self.W
-        self.flat = xpad.transpose(1, 0, 2, 3).reshape(self.C, -1)  # (C, B*H*W)
+        self.per_sample = self.Ho * self.W
+        self.flat = xpad.reshape(self.B, self.C, -1)  # a view in either layout
+
+    def taps(self):
+        """(p, q, s, L) per tap: it reads `L = Ho*W` positions from `s = p*W + q` on,
+        but the last row's taps at the image's end, which read fewer (the rest would be
+        past the image, read only by dropped columns)."""
+        for p in range(self.k):
+            for q in range(self.k):
+                s = p * self.W + q
+                yield p, q, s, min(self.per_sample, self.H * self.W - s)
 
     def fill(self, cols, I):
-        k, W = self.k, self.W
-        n, start = (I.stop - I.start) * self.per_sample, I.start * self.per_sample
-        # the last chunk's columns that would read past the input's end are dropped ones
-        # (its last image's last k-1 rows, and the ends of the row before): zeros there
-        run = min(n, self.flat.shape[1] - start - (k - 1) * (W + 1))
-        rows = sliding_window_view(self.flat[:, start:start + run + (k - 1) * (W + 1)],
-                                   run + k - 1, axis=1)[:, ::W]  # [c, p, u]: start + p*W + u
-        cols = cols.reshape(self.C, k, k, n)
-        cols[..., :run] = sliding_window_view(rows, run, axis=2)  # [c, p, q, m]
-        cols[..., run:] = 0
+        cols = cols.reshape(self.C, self.k, self.k, I.stop - I.start, self.per_sample)
+        for p, q, s, L in self.taps():
+            cols[:, p, q, :, :L] = self.flat[I, :, s:s + L].transpose(1, 0, 2)
+            cols[:, p, q, :, L:] = 0
 
     def output(self, yI, y, I, b):
-        wide = yI.reshape(y.shape[0], -1, self.H, self.W)
-        _add_bias(wide[:, :, :self.Ho, :self.Wo], b, y[:, I])
+        wide = yI.reshape(y.shape[0], -1, self.Ho, self.W)
+        _add_bias(wide[..., :self.Wo], b, y[:, I])
 
     def input_grad_array(self, dtype):
-        """Not zeroed: each chunk's first tap writes its images' part whole (see add_back)."""
+        """Not zeroed: each chunk's first tap writes its images' part (see add_back)."""
         return self.xp.empty((self.C, self.B, self.H, self.W), dtype=dtype)
 
     @contextlib.contextmanager
     def grad(self, g, I):
-        with buffers.borrowed(self.xp, (g.shape[0], I.stop - I.start, self.H, self.W),
+        with buffers.borrowed(self.xp, (g.shape[0], I.stop - I.start, self.Ho, self.W),
                               g.dtype) as wide:
-            wide[:, :, self.Ho:] = 0  # the dropped columns only: the rest is g
-            wide[:, :, :self.Ho, self.Wo:] = 0
-            wide[:, :, :self.Ho, :self.Wo] = g[:, I]
+            wide[..., self.Wo:] = 0  # the dropped columns only: the rest is g
+            wide[..., :self.Wo] = g[:, I]
             yield wide.reshape(g.shape[0], -1)
 
     def add_back(self, gx, dcols, I):
-        dcols, gx = dcols.reshape(self.C, self.k * self.k, -1), gx.reshape(self.C, -1)
-        first, end = I.start * self.per_sample, I.stop * self.per_sample
-        # only into the chunk's own images (another thread may write the next chunk's):
-        # what a run would add past them is a dropped column's 0
-        for p in range(self.k):
-            for q in range(self.k):
-                start = first + p * self.W + q
-                if start == first:  # tap (0, 0) covers the chunk's images whole: it sets them
-                    gx[:, first:end] = dcols[:, 0]
+        dcols = dcols.reshape(self.C, self.k * self.k, -1, self.per_sample)
+        gx = gx.reshape(self.C, self.B, -1)[:, I]
+        with backend.short_rows_unbuffered(gx):  # the rows are Ho*W long
+            for p, q, s, L in self.taps():
+                if s == 0:  # tap (0, 0) sets the rows it reaches; the last k-1 start at 0
+                    gx[..., :L] = dcols[:, 0]
+                    gx[..., L:] = 0
                 else:
-                    gx[:, start:end] += dcols[:, p * self.k + q, :end - start]
+                    gx[..., s:s + L] += dcols[:, p * self.k + q, :, :L]
 
 
 def _add_bias(product, b, out):
