@@ -35,7 +35,7 @@
 # %%
 import os
 
-from _lesson import Results, figure, grid, host, interleaved_times, paper_sweep, setup, stored
+from _lesson import Results, figure, grid, host, interleaved_times, setup, stored
 
 import numpy as np  # host-side data, reference formulas and printing
 
@@ -301,16 +301,12 @@ results.add("apertures widened (sigma > 0.08)", f"{wider}/{n_foci}", verdicts.mo
 # draw(t) picks trial t's settings from Table 1 (seeded by t), random_trial trains
 # the focused and the dense net on that set and returns each one's best test
 # accuracy. --full runs the paper's 750 draws through tinyunits.sweep (keep the
-# results in lessons/results/sweeps.sqlite; `--workers 2` runs two at a time).
+# results in lessons/results/sweeps.sqlite; `--workers 2` runs two at a time); every
+# mode prints what the store holds of them, once, below the figure.
 n_draws, trial_epochs = S["trials"]
-swept = paper_sweep(focus_trials)  # other modes: prints what the store holds
-if swept:
-    settings, outcomes = swept
-else:
-    settings = [focus_trials.draw(t, full=False, epochs=trial_epochs) for t in range(n_draws)]
-    outcomes = [focus_trials.random_trial(s) for s in settings]
-trials = [dict(r, n_inf=s["n_inf"], hidden=s["hidden"])
-          for s, r in zip(settings, outcomes) if r is not None]
+draws = focus_trials.paper_trials(n_draws, full=SIZE == "full", epochs=trial_epochs)
+outcomes = grid(focus_trials.SWEEP, focus_trials.TRIAL, draws)
+trials = [dict(r, n_inf=s["n_inf"], hidden=s["hidden"]) for s, r in zip(draws, outcomes)]
 figure(plots.random_trials(trials), "random_trials.png")
 
 
