@@ -214,8 +214,8 @@ TEST_KEYS = ("train loss", "test loss", "test accuracy")
 class Results(list):
     """Rows (what, reference, ours, holds[, why[, rule]]) for the closing table; show() prints it.
     holds=None marks a number shown for comparison with no claim attached ("-"); a string
-    (e.g. "partly") is printed as it is. why, the likely reason where a row does not (fully)
-    hold, is printed under the table.
+    (e.g. "partly") is printed as it is. why, what the run measured that bears on a row that
+    does not (fully) hold ("not measured: ..." where it cannot), is printed under the table.
 
     claims, {what: (reference, why)}, keeps a lesson's paper numbers and its reasons as
     data beside its trials ({names} in a why are filled from the run's settings);

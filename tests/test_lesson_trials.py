@@ -168,6 +168,33 @@ def test_every_claims_reason_fills_from_its_lessons_sizes_in_every_mode(unit):
             why.format(**sizes, measured="(measured)")
 
 
+@pytest.mark.parametrize("unit", ["dac", "two_argument", "tmaf", "hannet", "focusing"])
+def test_every_claims_reason_cites_what_the_run_measured_or_says_it_was_not(unit):
+    import importlib
+    trials = importlib.import_module(f"lessons.trials.{unit}")
+    for what, (_, why) in trials.PAPER.items():
+        # "a bug" marks an identity a correct library always meets (its row prints the gap)
+        assert not why or "{measured}" in why or why.startswith(("not measured", "a bug")), (
+            f"{unit}.PAPER[{what!r}]'s reason cites no measured number: {why!r}")
+
+
+@pytest.mark.parametrize("lesson", sorted(name for name in os.listdir(os.path.join(ROOT, "lessons"))
+                                           if name[:2].isdigit() and name.endswith(".py")))
+def test_every_verdict_a_lesson_adds_names_its_rule(lesson):
+    """A results.add whose verdict is not None (a comparison only) passes rule=."""
+    import ast
+    tree = ast.parse(open(os.path.join(ROOT, "lessons", lesson)).read())
+    for call in ast.walk(tree):
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "add" and getattr(call.func.value, "id", "") == "results"):
+            verdict = call.args[2] if len(call.args) > 2 else None
+            if isinstance(verdict, ast.Constant) and verdict.value is None:
+                continue
+            assert "rule" in [k.arg for k in call.keywords], (
+                f"{lesson}:{call.lineno}: results.add({ast.unparse(call.args[0])}, ...) gives a "
+                "verdict without its rule")
+
+
 # --------------------------------------------------------------------------- lesson 1: DAC
 @pytest.fixture
 def dac():

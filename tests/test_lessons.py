@@ -44,6 +44,18 @@ def test_05_focusing_prints_the_stored_random_trials_once(tiny):
         assert len(rows) == 1, f"the {sets} sets' stored row is printed {len(rows)} times"
 
 
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
+def test_every_reason_under_a_lessons_table_cites_a_number_and_its_rule(lesson, tiny):
+    run, _ = tiny(lesson)
+    assert run.returncode == 0, run.stderr[-3000:]
+    for line in run.stdout.splitlines():
+        if line.startswith(("not reproduced: ", "partly: ")):
+            reason, rule = line.rsplit(" (rule: ", 1) if " (rule: " in line else (line, None)
+            assert rule, f"{lesson.name}: a verdict without its rule: {line}"
+            assert re.search(r"\d", reason.split(": ", 2)[-1]) or "not measured" in reason, (
+                f"{lesson.name}: a reason without a measured number: {line}")
+
+
 def _engine(tmp_path, **env):
     return subprocess.run([sys.executable, str(ROOT / "lessons" / "00_engine.py"), "--out",
                            str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600,
