@@ -9,6 +9,7 @@
     results.add(what, ours, reproduced, rule=...)  # with Results("paper", claims=PAPER)
     results.show()
     runs = grid("tmaf-widths", tmaf.width_trial, [dict(width=w, seed=s) for ...])
+    trials, runs = trial_grid(tmaf, "tmaf-widths")  # the same, from tmaf.grids(mode)
     held = stored(tmaf, "tmaf-widths", by, value, paper)  # the store's paper-scale rows
 
 SIZE is "tiny" (seconds: the test suite's smoke run), "quick" (the default, a few
@@ -78,6 +79,13 @@ def grid(name: str, fn, trials: list) -> list:
                            f"(tracebacks: the error column of {STORE}); the others are kept, "
                            f"and running the lesson again retries only these")
     return results
+
+
+def trial_grid(module, name: str):
+    """grid() of a trial module's grid `name` in this mode, module.grids(MODE)[name]: the
+    trials that --full and `python -m lessons.trials` store -> (trials, results), in order."""
+    fn, trials = module.grids(MODE)[name]
+    return trials, grid(name, fn, trials)
 
 
 def paper_sweep(module):

@@ -6,6 +6,7 @@ second run of the same sweep must compute nothing. One block of tests per lesson
 each test named test_<unit>_*.
 """
 import argparse
+import glob
 import os
 import sys
 
@@ -100,6 +101,18 @@ def test_grid_outside_full_calls_fn_for_each_trial_in_order_and_stores_nothing(
     assert not store.exists()
 
 
+def test_trial_grid_runs_the_modules_grid_of_this_mode(tmp_path, monkeypatch):
+    import types
+    monkeypatch.setattr(_lesson, "MODE", "tiny")
+    monkeypatch.setattr(_lesson, "STORE", str(tmp_path / "s.sqlite"))
+    calls = []
+    module = types.SimpleNamespace(grids=lambda mode: {
+        "g": (count_calls(calls), TRIALS if mode == "tiny" else [])})
+    trials, results = _lesson.trial_grid(module, "g")
+    assert trials == calls == TRIALS
+    assert results == [{"seed": s, "square": s * s} for s in (3, 1, 2)]
+
+
 def test_grid_in_full_stores_every_trial_and_a_second_call_computes_none(tmp_path, monkeypatch):
     store = tmp_path / "s.sqlite"
     monkeypatch.setattr(_lesson, "MODE", "full")
@@ -178,12 +191,16 @@ def test_every_claims_reason_cites_what_the_run_measured_or_says_it_was_not(unit
             f"{unit}.PAPER[{what!r}]'s reason cites no measured number: {why!r}")
 
 
-@pytest.mark.parametrize("lesson", sorted(name for name in os.listdir(os.path.join(ROOT, "lessons"))
-                                           if name[:2].isdigit() and name.endswith(".py")))
+LESSON_CODE = sorted(os.path.relpath(p, ROOT) for pattern in ("[0-9][0-9]_*.py", "closing/*.py")
+                     for p in glob.glob(os.path.join(ROOT, "lessons", pattern)))
+
+
+@pytest.mark.parametrize("lesson", LESSON_CODE)
 def test_every_verdict_a_lesson_adds_names_its_rule(lesson):
-    """A results.add whose verdict is not None (a comparison only) passes rule=."""
+    """A results.add (in a lesson, or in the closing rows it calls) whose verdict is not
+    None (a comparison only) passes rule=."""
     import ast
-    tree = ast.parse(open(os.path.join(ROOT, "lessons", lesson)).read())
+    tree = ast.parse(open(os.path.join(ROOT, lesson)).read())
     for call in ast.walk(tree):
         if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
                 and call.func.attr == "add" and getattr(call.func.value, "id", "") == "results"):
