@@ -183,9 +183,12 @@ stored_7a = stored(trials, "dac-fig7a", lambda s: s["model"], lambda r: float(r[
     (*(sum(r["separates"] for r in rs) for rs in runs_7a.values()), SEEDS_7))
 results.add("Fig 7a: 1 DAC unit separates", f"hand {hand_ok}; learned {dac_wins}/{n_7a} ({source_7a})",
             hand_ok and dac_wins > 0, rule="the hand-set unit separates, and a trained one does "
-            "from at least one seed (the store's seeds when it holds them all)")
+            "from at least one seed (the store's seeds when it holds them all)",
+            measured=f"the hand-set unit separates: {hand_ok}; {dac_wins} of {n_7a} trained "
+                     f"ones do ({source_7a})")
 results.add("Fig 7a: 1 standard unit cannot", f"learned {std_wins}/{n_7a} ({source_7a})",
-            std_wins == 0, rule="no seed's trained standard unit separates")
+            std_wins == 0, rule="no seed's trained standard unit separates",
+            measured=f"{std_wins} of {n_7a} trained standard units separate ({source_7a})")
 
 # The three points lie on the diagonal x1 = x2 = t: each unit's best start (lowest
 # training loss) along it.
@@ -237,7 +240,8 @@ results.add("Fig 7b: 2 DAC units can", f"hand {hand_b_ok}; learned {dac2}/{n_7b}
             measured=f"{dac2} of {n_7b} seeds reach 100 % ({source_7b}, {3 * STEPS_7} steps)")
 results.add("Fig 7b: 2 standard cannot, 4 can", f"{std2} / {std4} of {n_7b} ({source_7b})",
             std2 == 0 and std4 > 0, rule="no seed of 2 standard units reaches 100 %, at least one "
-            "of 4 does")
+            "of 4 does", measured=f"{std2} of {n_7b} seeds of 2 standard units and {std4} of 4 "
+            f"reach 100 % ({source_7b}, {3 * STEPS_7} steps)")
 for m, run in best_7b.items():
     model = trials.trained_model(trials.FIGURE_7B, m, run["state"])
     figure(plot.decision_regions(model, X7b, y7b, out(f"figure7b_{m}.png"), title=f"Figure 7b learned: {m}"))
@@ -331,13 +335,18 @@ results.add("Thm C.1(1): 1 DAC unit = PL_k",
                      f"{exact_fits[dac_name]} of {len(fits[dac_name])} random PL_{k_pl} "
                      f"({source_pl}); median error {np.median(fits[dac_name]):.2g}")
 results.add("Thm C.1(2): 1 layer cannot", f"min err {min(fits[one_name]):.2f} ({source_pl})",
-            exact_fits[one_name] == 0, rule=f"no fit reaches an error below {verdicts.EXACT_FIT:g}")
+            exact_fits[one_name] == 0, rule=f"no fit reaches an error below {verdicts.EXACT_FIT:g}",
+            measured=f"{exact_fits[one_name]} of {len(fits[one_name])} one-layer fits reach an error "
+                     f"below {verdicts.EXACT_FIT:g} ({source_pl}; least {min(fits[one_name]):.2g})")
 results.add("Thm C.1(3): 2 layers need 3k+1", f"{n_params[two_name]} p.: exact {two_exact_err:.0e}; "
             f"{n_params[small_name]} p.: {exact_fits[small_name]}/{len(fits[small_name])} "
             f"({source_pl})",
             n_params[two_name] == 3 * K + 1 and two_exact_err < 1e-5 and exact_fits[small_name] == 0,
             rule=f"3k+1 parameters rebuild PL_k (< 1e-5), and no fit with fewer hidden units "
-                 f"reaches an error below {verdicts.EXACT_FIT:g}")
+                 f"reaches an error below {verdicts.EXACT_FIT:g}",
+            measured=f"the 3k+1 construction's error {two_exact_err:.0e}; {exact_fits[small_name]} of "
+                     f"{len(fits[small_name])} fits with {n_params[small_name]} parameters reach an "
+                     f"error below {verdicts.EXACT_FIT:g} ({source_pl})")
 
 # %% [markdown]
 # Each curve in the figure is a fit minus the target's best straight line, so what
@@ -385,7 +394,9 @@ worst = max(r.max_rel for r in report.rows)
 print(f"eq. (7) by hand vs backward: max gap {hand_gap:.1e}; gradcheck max rel err {worst:.1e}\n"
       f"DAC mask phi'(b_ij + x_j), rows i, columns j:\n{mask}")
 results.add("eq. (7) = backward = numerical", f"{hand_gap:.0e} / {worst:.0e}", hand_gap < 1e-12 and report.ok,
-            rule="by hand within 1e-12 of backward (float64), and gradcheck passes")
+            rule="by hand within 1e-12 of backward (float64), and gradcheck passes",
+            measured=f"by hand vs backward {hand_gap:.1e}, gradcheck's worst relative error "
+                     f"{worst:.1e}")
 
 shared_b = np.array([0.5, -0.6, -0.6])  # a standard layer's shared biases, for comparison
 shared_mask = np.repeat(((shared_b + xs[0]) > 0)[None].astype(float), 2, axis=0)

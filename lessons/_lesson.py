@@ -243,6 +243,10 @@ class Results(list):
         if what not in self.claims:
             raise KeyError(f"Results.add: no claim {what!r}; the claims are {list(self.claims)}")
         reference, why = self.claims[what]
+        if holds is not None and not why:  # a verdict that may be NO must say why
+            raise ValueError(f"Results.add: the claim {what!r} gives a verdict, so its reason "
+                             "in claims must say what the run measured ({measured}), 'not "
+                             "measured: ...' or 'a bug: ...'; it has none")
         self.append((what, reference, ours, holds, why.format(**self.settings, **measured), rule))
         ruled = f" (rule: {rule})" if rule else ""
         print(f"{what}: ours {ours}, {self.reference} {reference} -> {_mark(holds)}{ruled}")

@@ -164,6 +164,13 @@ def test_results_add_takes_the_claim_and_prints_why_only_under_rows_that_do_not_
         ("fit ", "order ", "plain row "))] == ["NO", "yes", "-"]
 
 
+def test_results_add_refuses_a_verdict_whose_claim_gives_no_reason():
+    results = _lesson.Results(claims={"fit": ("0.9", ""), "shown": ("1.0", "")})
+    results.add("shown", "1.0", None)  # a comparison only: nothing to explain
+    with pytest.raises(ValueError, match="Results.add: the claim 'fit' gives a verdict.*none"):
+        results.add("fit", "0.5", False)
+
+
 def test_results_add_of_an_unknown_claim_names_the_callable_and_the_claim():
     with pytest.raises(KeyError, match="Results.add.*'nope'"):
         _lesson.Results(claims={"fit": ("0.9", "")}).add("nope", "1", True)

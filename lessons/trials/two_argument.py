@@ -79,7 +79,9 @@ PAPER = {
              "is for these nets is not measured here, so compare the models' gaps, not their "
              "accuracies with the paper's"),
     "inner nets unchanged by session III": ("frozen", "a bug: freeze() did not keep the inner nets"),
-    "1-arg / ReLU widths matching [64]*3": ("[114]*3 / [118]*3", ""),
+    "1-arg / ReLU widths matching [64]*3": (
+        "[114]*3 / [118]*3", "a bug: the widths follow from matching the 2-arg net's parameter "
+        "count"),
     "session I fit of random map (R^2)": (
         "fits (Fig. 4b)", "{measured}, after {pre_epochs} pretraining epochs (paper: 500); the map has detail "
         "at the scale sigma = 1/3, which a 64-64 ReLU net fits slowly"),
