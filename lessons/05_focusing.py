@@ -269,8 +269,6 @@ draws = focus_trials.paper_trials(n_draws, full=SIZE == "full", epochs=trial_epo
 outcomes = grid(focus_trials.SWEEP, focus_trials.TRIAL, draws)
 trials = [dict(r, n_inf=s["n_inf"], hidden=s["hidden"]) for s, r in zip(draws, outcomes)]
 figure(plots.random_trials(trials), "random_trials.png")
-
-
 closing.random_trials(results, trials)  # the store's rows too
 clean = sorted((t["focus"] - t["dense"], t["n_inf"], t["hidden"]) for t in trials if not t["noisy"])
 print(f"random trials: {len(trials)} draws (the paper: 750); clean-set gaps, focus - dense, "
