@@ -37,6 +37,7 @@ from tinyunits import nn, optim
 from tinyunits.train import accuracy, evaluate, fit
 
 HIDDEN = 64          # units per hidden layer of the 2-argument outer MLP
+NAMES = {2: "2-arg", 1: "1-arg", 0: "ReLU"}  # n_args -> the model's name in the tables
 BATCH, LR = 200, 1e-3
 EPSILONS = (0.3, 0.1)  # the attack's l-infinity radii on the [0, 1] pixel scale
 ce = nn.functional.cross_entropy
