@@ -18,7 +18,8 @@ choose it; with none, the environment variable TINYUNITS_LESSON_MODE does (noteb
 use the variable). Figures go to args.out. A grid of independent runs goes through
 grid(): in --full it is a tinyunits.sweep (resumable, spread by --workers N); stored()
 prints, in every mode, what the store holds of the --full grid, and returns the groups
-a verdict may read (lessons/verdicts.py holds the verdicts' rules).
+a verdict may read (lessons/verdicts.py holds the verdicts' rules; lessons/closing/ the
+functions that add each lesson's rows, so that a lesson calls one per claim).
 
 Importing this module also
 - puts the checkout on sys.path (datasets.py and tinyunits from this checkout), and
