@@ -37,7 +37,7 @@
 # %%
 import math
 
-from _lesson import Results, figure, grid, host, out, setup, stored  # checkout, figures
+from _lesson import Results, figure, grid, host, out, setup  # checkout, figures
 
 import numpy as np  # host-side data, reference loops and printing
 
@@ -46,6 +46,7 @@ import tinyunits as tu
 from tinyunits import backend, nn, plot
 from tinyunits.units.dac import section4_counts
 from lessons import verdicts
+from lessons.closing import dac as closing  # the closing table's rows: store, evidence, rule
 from lessons.plots import dac as plots
 from lessons.trials import dac as trials  # the training runs: models and recipes
 from lessons.trials.dac import predict, set_param
@@ -175,17 +176,7 @@ SEEDS_7, STEPS_7 = trials.SIZES[SIZE]["figure7"]
 runs = grid("dac-fig7a", trials.figure7a_trial, [dict(model=m, seed=seed, steps=STEPS_7)
                                                  for m in ("dac", "standard") for seed in range(SEEDS_7)])
 runs_7a = {"DAC unit": runs[:SEEDS_7], "standard unit": runs[SEEDS_7:]}
-stored_7a = stored(trials, "dac-fig7a", lambda s: s["model"], lambda r: float(r["separates"]),
-                   {"dac": "separates (hand-set)", "standard": "cannot"}, "{:.2f}",
-                   "1 if the trained unit separates the points, else 0")
-(dac_wins, std_wins, n_7a), source_7a = verdicts.evidence(
-    verdicts.counts(stored_7a, ("dac", "standard")),
-    (*(sum(r["separates"] for r in rs) for rs in runs_7a.values()), SEEDS_7))
-results.add("Fig 7a: 1 DAC unit separates", f"hand {hand_ok}; learned {dac_wins}/{n_7a} ({source_7a})",
-            hand_ok and dac_wins > 0, rule="the hand-set unit separates, and a trained one does "
-            "from at least one seed (the store's seeds when it holds them all)")
-results.add("Fig 7a: 1 standard unit cannot", f"learned {std_wins}/{n_7a} ({source_7a})",
-            std_wins == 0, rule="no seed's trained standard unit separates")
+closing.figure_7a(results, hand_ok, runs_7a, SEEDS_7)  # the store's rows too
 
 # The three points lie on the diagonal x1 = x2 = t: each unit's best start (lowest
 # training loss) along it.
@@ -225,19 +216,7 @@ acc_7b = {m: 100 * best_7b[m]["accuracy"] for m in MODELS_7B}
 all_green = 100 * (1 - y7b.mean())  # the accuracy of the local minimum "all green"
 print(f"7b learned, best training accuracy of {SEEDS_7} seeds: " + ", ".join(
       f"{MODELS_7B[m]} {acc:.1f} %" for m, acc in acc_7b.items()) + f"; all-green guess {all_green:.1f} %")
-stored_7b = stored(trials, "dac-fig7b", lambda s: s["model"], lambda r: float(r["accuracy"] == 1.0),
-                   {"dac2": "can (hand-set)", "standard2": "cannot", "standard4": "can"}, "{:.2f}",
-                   "1 if the trained net reaches 100 % training accuracy, else 0")
-(dac2, std2, std4, n_7b), source_7b = verdicts.evidence(  # seeds at 100 %
-    verdicts.counts(stored_7b, MODELS_7B),
-    (*(sum(r["accuracy"] == 1.0 for r in rs) for rs in runs_7b.values()), SEEDS_7))
-results.add("Fig 7b: 2 DAC units can", f"hand {hand_b_ok}; learned {dac2}/{n_7b} ({source_7b})",
-            hand_b_ok and dac2 > 0, rule="the hand-set net separates, and a trained one reaches "
-            "100 % from at least one seed (the store's seeds when it holds them all)",
-            measured=f"{dac2} of {n_7b} seeds reach 100 % ({source_7b}, {3 * STEPS_7} steps)")
-results.add("Fig 7b: 2 standard cannot, 4 can", f"{std2} / {std4} of {n_7b} ({source_7b})",
-            std2 == 0 and std4 > 0, rule="no seed of 2 standard units reaches 100 %, at least one "
-            "of 4 does")
+closing.figure_7b(results, hand_b_ok, runs_7b, SEEDS_7, 3 * STEPS_7)  # the store's rows too
 for m, run in best_7b.items():
     model = trials.trained_model(trials.FIGURE_7B, m, run["state"])
     figure(plot.decision_regions(model, X7b, y7b, out(f"figure7b_{m}.png"), title=f"Figure 7b learned: {m}"))
@@ -295,11 +274,10 @@ print(f"PL_{K} rebuilt, max |error|: DAC unit {exact_err:.1e}, two-layer standar
 # One fit is `trials.pl_trial`: the DAC unit `trials.dac_pl`, the two-layer nets
 # `trials.standard_pl`, each trained by full-batch Adam (lr 0.03) from the same start.
 hidden_small = (2 * K - 1) // 3  # the widest two-layer standard net with at most 2k parameters
-dac_name, one_name = "DAC unit, k replicated inputs", "standard 1 layer, replicated"
-two_name, small_name = "standard 2 layers, k hidden", f"standard 2 layers, {hidden_small} hidden"
-models_pl = {dac_name: dict(model="dac"), one_name: dict(model="standard1"),
-             two_name: dict(model="standard2", hidden=K),
-             small_name: dict(model="standard2", hidden=hidden_small)}
+models_pl = {"DAC unit, k replicated inputs": dict(model="dac"),
+             "standard 1 layer, replicated": dict(model="standard1"),
+             "standard 2 layers, k hidden": dict(model="standard2", hidden=K),
+             f"standard 2 layers, {hidden_small} hidden": dict(model="standard2", hidden=hidden_small)}
 runs = grid("dac-plk", trials.pl_trial, [dict(m, k=K, seed=seed, steps=STEPS_PL)
                                          for m in models_pl.values() for seed in range(N_PL)])
 runs_pl = {name: runs[i * N_PL:(i + 1) * N_PL] for i, name in enumerate(models_pl)}
@@ -310,34 +288,7 @@ print(plots.fits_table(pl_errors, n_params, wins))
 x0, target0, line0, _ = trials.pl_problem(K, seed=0)
 fits0 = {f"{name} ({n_params[name]} p.)": rs[0]["residual"] for name, rs in runs_pl.items()}
 figure(plots.theorem_c1(x0, target0[:, 0] - line0, fits0, K), "theorem_c1.png")
-labels_pl = dict(zip(("dac", "standard1", "standard2, k hidden", "standard2, fewer"), models_pl))
-stored_pl = stored(trials, "dac-plk", lambda s: "standard2, " + (
-    "k hidden" if s["hidden"] == s["k"] else "fewer") if s["model"] == "standard2" else s["model"],
-                   lambda r: r["error"], {"dac": "exact", "standard1": "cannot",
-                                          "standard2, k hidden": "exact (3k+1 p.)"}, "{:.2g}",
-                   "error (MSE / MSE of the best line; 'fewer': (2k - 1) // 3 hidden)")
-fits, source_pl = verdicts.evidence(
-    {labels_pl[label]: errs for label, errs in stored_pl.items()}
-    if len(stored_pl) == len(labels_pl) else None, pl_errors)
-exact_fits = {name: sum(e < verdicts.EXACT_FIT for e in errs) for name, errs in fits.items()}
-k_pl = trials.SIZES["full" if source_pl == "store" else SIZE]["pl"][0]
-results.add("Thm C.1(1): 1 DAC unit = PL_k",
-            f"k={K}: {n_params[dac_name]} p., exact {exact_err:.0e}; trained "
-            f"{exact_fits[dac_name]}/{len(fits[dac_name])} ({source_pl})",
-            n_params[dac_name] == 2 * K and exact_err < 1e-5 and exact_fits[dac_name] > 0,
-            rule=f"2k parameters rebuild PL_k to rounding (< 1e-5), and training reaches an error "
-                 f"below {verdicts.EXACT_FIT:g} on at least one target",
-            measured=f"Adam reaches an error below {verdicts.EXACT_FIT:g} on "
-                     f"{exact_fits[dac_name]} of {len(fits[dac_name])} random PL_{k_pl} "
-                     f"({source_pl}); median error {np.median(fits[dac_name]):.2g}")
-results.add("Thm C.1(2): 1 layer cannot", f"min err {min(fits[one_name]):.2f} ({source_pl})",
-            exact_fits[one_name] == 0, rule=f"no fit reaches an error below {verdicts.EXACT_FIT:g}")
-results.add("Thm C.1(3): 2 layers need 3k+1", f"{n_params[two_name]} p.: exact {two_exact_err:.0e}; "
-            f"{n_params[small_name]} p.: {exact_fits[small_name]}/{len(fits[small_name])} "
-            f"({source_pl})",
-            n_params[two_name] == 3 * K + 1 and two_exact_err < 1e-5 and exact_fits[small_name] == 0,
-            rule=f"3k+1 parameters rebuild PL_k (< 1e-5), and no fit with fewer hidden units "
-                 f"reaches an error below {verdicts.EXACT_FIT:g}")
+closing.theorem_c1(results, K, pl_errors, n_params, exact_err, two_exact_err, SIZE)  # the store's too
 
 # %% [markdown]
 # Each curve in the figure is a fit minus the target's best straight line, so what
@@ -385,7 +336,9 @@ worst = max(r.max_rel for r in report.rows)
 print(f"eq. (7) by hand vs backward: max gap {hand_gap:.1e}; gradcheck max rel err {worst:.1e}\n"
       f"DAC mask phi'(b_ij + x_j), rows i, columns j:\n{mask}")
 results.add("eq. (7) = backward = numerical", f"{hand_gap:.0e} / {worst:.0e}", hand_gap < 1e-12 and report.ok,
-            rule="by hand within 1e-12 of backward (float64), and gradcheck passes")
+            rule="by hand within 1e-12 of backward (float64), and gradcheck passes",
+            measured=f"by hand vs backward {hand_gap:.1e}, gradcheck's worst relative error "
+                     f"{worst:.1e}")
 
 shared_b = np.array([0.5, -0.6, -0.6])  # a standard layer's shared biases, for comparison
 shared_mask = np.repeat(((shared_b + xs[0]) > 0)[None].astype(float), 2, axis=0)
@@ -443,19 +396,7 @@ for (w, label, width, _), run in zip(nets, runs):
 gain_w = [math.log(reg[w, "base w*sqrt2"][0]) - math.log(reg[w, "base w"][0]) for w in WIDTHS]
 gain_b = [math.log(reg[w, "DAC w"][0]) - math.log(reg[w, "base w"][0]) for w in WIDTHS]
 figure(plots.regression(WIDTHS, reg, gain_w, gain_b), "regression.png")
-w_top = WIDTHS[-1]
-dac_mse, base_mse = reg[w_top, "DAC w/sqrt2"][0], reg[w_top, "base w"][0]
-stored(trials, "dac-widths", lambda s: f"{'DAC' if s['dac'] else 'base'} width {s['width']}",
-       lambda r: r["test_mse"], {}, "{:.4f}", f"test MSE ({REG_DATA})")
-results.add("Fig 3, same params: DAC vs base", f"w={w_top}: {dac_mse:.4f} vs {base_mse:.4f}",
-            dac_mse < base_mse, rule="the DAC twin's test MSE below the baseline's at the largest w",
-            measured=f"at w={w_top} the DAC twin's test MSE is {dac_mse / base_mse:.2f}x the "
-                     "baseline's")
-results.add("Fig 4, x2 params: biases vs weights",
-            f"w={w_top}: {gain_b[-1]:+.2f} vs {gain_w[-1]:+.2f} nats", gain_b[-1] < gain_w[-1],
-            rule="doubling by biases lowers log-MSE more than doubling by weights, at the largest w",
-            measured=f"at w={w_top} biases change log-MSE by {gain_b[-1]:+.2f} nats, weights by "
-                     f"{gain_w[-1]:+.2f}")
+closing.regression(results, reg, gain_w, gain_b, WIDTHS, REG_DATA)  # the store's rows too
 
 # %% [markdown]
 # Left: at matched parameter counts, the DAC twin (blue) against the baseline
@@ -537,24 +478,7 @@ conv = dict(zip(("baseline", "DAC"), grid("dac-vgg", trials.vgg_trial,
                                           [dict(CONV, dac=dac, seed=0) for dac in (False, True)])))
 for name, run in conv.items():
     print(f"{name:<9}{run['n_params']:>7} params  best val epoch {run['best_epoch'] + 1}")
-stored_vgg = stored(trials, "dac-vgg", lambda s: "DAC" if s["dac"] else "baseline",
-                    lambda r: r["test_error"], {"DAC": "0.65 +- 0.17 below baseline (CIFAR-10)"},
-                    "{:.2f}", "test error % (Fashion-MNIST)")
-if len(stored_vgg) == 2:  # the store's seeds: the gap of the means, and its noise over seeds
-    base_err, dac_err = (float(np.mean(stored_vgg[k])) for k in ("baseline", "DAC"))
-    se = verdicts.mean_difference_se(stored_vgg["baseline"], stored_vgg["DAC"])
-    source = f"store, {len(stored_vgg['DAC'])} seeds"
-else:
-    base_err, dac_err = conv["baseline"]["test_error"], conv["DAC"]["test_error"]
-    se = verdicts.difference_se(1 - base_err / 100, 1 - dac_err / 100, CONV["n_test"])
-    source = f"this run, one seed, {CONV['epochs']} epochs"
-gap = base_err - dac_err
-results.add("VGG test error: base - DAC (F-MNIST)", f"{base_err:.2f} - {dac_err:.2f} = {gap:+.2f} % "
-            f"({source})", verdicts.gain(gap, 0.65, se),
-            rule=f"the gap counts above {verdicts.NOISE_SE:g} standard errors of {se:.2f} pts; "
-                 "yes if it counts and reaches half the paper's, partly if it counts, else NO",
-            measured=f"our gap {gap:+.2f} pts is {gap / se:+.1f} standard errors of {se:.2f} pts "
-                     f"({source})")
+closing.vgg(results, conv, CONV)  # the store's rows too
 figure(plot.learning_curves({n: r["history"] for n, r in conv.items()}, out("fashion_mnist_curves.png")))
 
 # %% [markdown]

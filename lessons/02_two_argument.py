@@ -42,7 +42,7 @@
 # %%
 import math
 
-from _lesson import Results, figure, grid, setup, stored  # checkout, figures, table
+from _lesson import Results, figure, grid, setup  # checkout, figures, table
 
 import numpy as np  # host-side analysis and printing
 
@@ -50,10 +50,10 @@ import datasets
 import tinyunits as tu
 from tinyunits import nn
 from lessons import verdicts
+from lessons.closing import two_argument as closing  # the closing table's rows: store, evidence, rule
 from lessons.plots import two_argument as plots
-from lessons.trials import two_argument as argument_trials
-from lessons.trials.two_argument import (EPSILONS, HIDDEN, PAPER, ROBUST, SIZES, evaluate_f,
-                                         images, outer_mlp, session_trial)
+from lessons.trials.two_argument import (EPSILONS, HIDDEN, NAMES, PAPER, ROBUST, SIZES,
+                                         evaluate_f, images, outer_mlp, session_trial)
 
 args, SIZE = setup("02_two_argument", "Lesson 2: two-argument activations (Kim et al. 2022)")
 S = dict(SIZES[SIZE])  # this mode's sizes (--full: those of the authors' code)
@@ -124,7 +124,6 @@ print(f"2-arg  [{HIDDEN}]*3: {TARGET} parameters (inner net {nn.InnerNet(2).num_
 for n_args, label in ((1, "1-arg"), (0, "ReLU ")):
     WIDTH[n_args], beta = matched_width(n_args, TARGET)
     print(f"{label}  [{WIDTH[n_args]}]*3: {count(n_args, WIDTH[n_args])} parameters (beta = {beta})")
-NAMES = {2: "2-arg", 1: "1-arg", 0: "ReLU"}
 as_paper = (WIDTH[1], WIDTH[0]) == (114, 118)
 results.add("1-arg / ReLU widths matching [64]*3", f"[{WIDTH[1]}]*3 / [{WIDTH[0]}]*3", as_paper,
             rule="the paper's widths exactly")
@@ -171,16 +170,7 @@ for t, r in zip(trials, grid("two_argument-sessions", session_trial, trials)):
           f"{100 * r['test2']:.2f} %, session III {100 * r['test3']:.2f} % "
           f"({len(r['curve2'])} and {len(r['curve3'])} epochs)")
 figure(plots.session_one(runs[2][0]["session1"], runs[1][0]["session1"]), "session1_pretraining.png")
-stored(argument_trials, "two_argument-sessions", lambda s: NAMES[s["n_args"]],
-       lambda r: 100 * r["test3"], {}, "{:.2f}", f"session III test accuracy, % ({DATA})")
-stored_r2 = stored(argument_trials, "two_argument-sessions",
-                   lambda s: NAMES[2] if s["n_args"] == 2 else None, lambda r: r["r2"],
-                   {NAMES[2]: "fits (Fig. 4b)"}, "{:.3f}", "session I R^2 of the random map")
-r2s, source = verdicts.evidence(stored_r2.get(NAMES[2]), [r["r2"] for r in runs[2]])
-r2_pre = float(np.mean(r2s))
-results.add("session I fit of random map (R^2)", f"{r2_pre:.3f} ({source}, n={len(r2s)})",
-            r2_pre > verdicts.FIT_R2, rule=f"mean R^2 above {verdicts.FIT_R2:g}",
-            measured=f"mean R^2 {r2_pre:.3f} over {len(r2s)} runs ({source})")
+closing.session_one(results, runs, DATA)  # the store's rows too
 frozen_ok = all(r["unchanged"] for n in (1, 2) for r in runs[n])
 results.add("inner nets unchanged by session III", "all" if frozen_ok else "NOT all", frozen_ok,
             rule="every inner parameter equal, bit for bit")
@@ -211,21 +201,9 @@ def curves(key):
     return out
 
 
-def epochs_ahead(key):
-    """(epochs where the mean 2-arg curve is above ReLU's, epochs both curves reach, the
-    mean curves' gap 2-arg - ReLU in each of those epochs, in points)."""
-    two, relu = curves(key)["2-arg"][0], curves(key)["ReLU"][0]
-    n = min(len(two), len(relu))  # early stopping can end them at different epochs
-    return int((two[:n] > relu[:n]).sum()), n, two[:n] - relu[:n]
-
-
-figure(plots.learning_curves(curves("curve2"), curves("curve3"), DATA), "learning_curves.png")
-for session, key in (("II", "curve2"), ("III", "curve3")):
-    ahead, both, gaps = epochs_ahead(key)
-    results.add(f"epochs 2-arg above ReLU, session {session}", f"{ahead} of {both}", ahead == both,
-                rule="the 2-arg nets' mean validation curve above ReLU's in every epoch both reach",
-                measured=f"the mean curves' gap, 2-arg - ReLU, runs from {gaps.min():+.2f} to "
-                         f"{gaps.max():+.2f} points over the {both} epochs")
+sessions = {"II": curves("curve2"), "III": curves("curve3")}
+figure(plots.learning_curves(sessions["II"], sessions["III"], DATA), "learning_curves.png")
+closing.learning_curves(results, sessions)
 
 # %% [markdown]
 # ## How fast does f take shape? (Figure 5)
@@ -320,7 +298,9 @@ for rep, r in enumerate(runs[2]):
 negative = sum(a["kappa"] < 0 for a in analysis)
 figure(plots.nonlinearities(analysis), "learned_nonlinearities.png")
 results.add("negative (XOR) curvature, MLP runs", f"{negative} of {REPS}",
-            negative < REPS / 2 if REPS > 1 else None)
+            negative < REPS / 2 if REPS > 1 else None,
+            rule="a minority: fewer than half of the runs' learned f curve negatively",
+            measured="curvatures of the learned f: " + ", ".join(f"{a['kappa']:+.3f}" for a in analysis))
 
 # %% [markdown]
 # As in the paper, blue is f > 0, red is f < 0 and white bands mark where f
@@ -361,19 +341,9 @@ else:  # the clean-trained runs
     attacked = runs
 robust = {eps: {n: [r["pgd"][i] for r in attacked[n]] for n in NAMES}
           for i, eps in enumerate(EPSILONS)}  # eps -> n_args -> accuracy of each run
-stored_pgd = stored(argument_trials, "two_argument-robust", lambda s: NAMES[s["n_args"]],
-                    lambda r: 100 * r["pgd"][0], dict(zip(NAMES.values(), ("39.8", "22.9", "26.7"))),
-                    "{:.2f}", f"accuracy % under PGD at eps 0.3, adversarially trained ({DATA})")
-here = {NAMES[n]: [100 * a for a in accs] for n, accs in robust[0.3].items()}
-pgd, source = verdicts.evidence(stored_pgd if len(stored_pgd) == len(NAMES) else None, here)
-increment = float(np.mean(pgd["2-arg"]) - np.mean(pgd["ReLU"]))
 print(f"PGD-{S['attack_steps']} (AutoAttack is not available) on {S['attack_images']} test images:")
 results.add("l_inf eps=0.3 acc. 2-arg/1-arg/ReLU", per_model(robust[0.3]), None)
-results.add("robust increment 2-arg - ReLU (eps .3)", f"{increment:+.2f} ({source})", increment > 0,
-            rule="the mean accuracy under attack of the 2-arg nets above the ReLU nets', over the "
-                 "store's adversarially trained runs when it holds them all",
-            measured=f"2-arg {np.mean(pgd['2-arg']):.2f} % and ReLU {np.mean(pgd['ReLU']):.2f} % "
-                     f"under PGD at eps 0.3 ({source}, {len(pgd['ReLU'])} runs each)")
+closing.robust_increment(results, robust[0.3], DATA)  # the store's rows too
 results.add("l_inf eps=0.1 acc. 2-arg/1-arg/ReLU", per_model(robust[0.1]), None)
 
 # %% [markdown]
@@ -381,8 +351,9 @@ results.add("l_inf eps=0.1 acc. 2-arg/1-arg/ReLU", per_model(robust[0.1]), None)
 #
 # The paper's MLP numbers are for MNIST with 4 repetitions at full length; ours
 # come from the data set, epochs and repetitions printed above. A row is
-# "reproduced" when our result points the same way as the paper's claim; under
-# the table, the likely reason for each row that is not.
+# "reproduced" when our result points the same way as the paper's claim, by the
+# rule printed beside it; under the table, for each row that is not, what the run
+# measured (or "not measured:" where it cannot).
 
 # %%
 results.show()

@@ -30,14 +30,14 @@
 # lessons/trials/tmaf.py, read in one line per section.
 
 # %%
-from _lesson import TEST_KEYS, Results, figure, grid, host, out, setup, stored  # checkout, figures
+from _lesson import TEST_KEYS, Results, figure, host, out, setup, trial_grid  # checkout, figures
 
 import numpy as np  # host-side data, tables and plots
 
 import datasets
 import tinyunits as tu
 from tinyunits import nn, ops, optim, plot
-from lessons import verdicts
+from lessons.closing import tmaf as closing  # the closing table's rows: store, evidence, rule
 from lessons.plots import tmaf as plots
 from lessons.trials import tmaf as trials
 
@@ -221,10 +221,7 @@ for kind in ("ReLU", "PReLU", "TMAF", "tri-TMAF"):
 n_smooth, smooth_epochs, seeds, widths = S["smooth"]
 smooth_kinds = ("ReLU", "PReLU", "TMAF")
 columns = [(depth, width) for depth in (1, 2) for width in widths]
-runs = grid("tmaf-widths", trials.smooth_trial,
-            [dict(kind=kind, depth=depth, width=width, seed=seed, n=n_smooth,
-                  epochs=smooth_epochs)
-             for depth, width in columns for kind in smooth_kinds for seed in seeds])
+_, runs = trial_grid(trials, "tmaf-widths")  # per column, kind and seed: trials.smooth_trial
 errors = np.array([run["error"] for run in runs]).reshape(len(columns), len(smooth_kinds), -1)
 
 # %% [markdown]
@@ -279,45 +276,7 @@ figure(plots.smooth_errors(columns, smooth), "smooth_errors.png")
 # verdict reads the store's medians when it holds every cell.
 
 # %%
-def column(s):
-    """A tmaf-widths trial's row of the store's table: activation, depth x width."""
-    return f"{s['kind']} {s['depth']}x{s['width']}"
-
-
-full_smooth = trials.SIZES["full"]["smooth"]
-full_columns = [(depth, width) for depth in (1, 2) for width in full_smooth[3]]
-paper_31 = {f"{kind} {depth}x{width}": trials.PAPER_T31[kind][i]
-            for kind in trials.PAPER_T31 for i, (depth, width) in enumerate(full_columns)}
-stored_31 = stored(trials, "tmaf-widths", column, lambda r: r["error"], paper_31, "{:.3f}",
-                   "relative L2 error on the smooth target")
-cells = {kind: [stored_31.get(f"{kind} {d}x{w}") for d, w in full_columns] for kind in smooth_kinds}
-held = all(e is not None for errs in cells.values() for e in errs)
-errors_31, source = verdicts.evidence(
-    {kind: [float(np.median(e)) for e in errs] for kind, errs in cells.items()} if held else None,
-    smooth)
-cols, n_seeds, n_epochs = ((full_columns, len(full_smooth[2]), full_smooth[1]) if held
-                           else (columns, len(seeds), smooth_epochs))
-
-
-def wins(kind, other):
-    """kind's median error below other's, column by column: ("k of n", the verdict, what
-    was measured)."""
-    below = [t < o for t, o in zip(errors_31[kind], errors_31[other])]
-    k, n = sum(below), len(below)
-    verdict = verdicts.columns_won(k, n)
-    lost = ", ".join(f"{d}x{w}: {t:.4f} vs {o:.4f}" for (d, w), t, o, b in
-                     zip(cols, errors_31[kind], errors_31[other], below) if not b)
-    return (f"{k} of {n} ({source})", verdict,
-            f"{kind} is below {other} in {k} of {n} columns ({source}: medians over {n_seeds} "
-            f"seeds of {n_epochs} epochs)" + (f"; not in {lost}" if lost else ""))
-
-
-RULE_31 = (f"{{}}'s median error below {{}}'s in every column: yes; in most (> "
-           f"{verdicts.MOST:.0%}): partly; else NO (the store's 5 seeds when it holds them all)")
-for other in ("ReLU", "PReLU"):
-    ours, verdict, measured = wins("TMAF", other)
-    results.add(f"Table 3.1: columns where TMAF < {other}", ours, verdict,
-                rule=RULE_31.format("TMAF", other), measured=measured)
+closing.table_31(results, smooth, columns, len(seeds), smooth_epochs)  # the store's rows too
 
 # %% [markdown]
 # ## 5. A multi-frequency target: ReLU's spectral bias
@@ -335,11 +294,9 @@ for other in ("ReLU", "PReLU"):
 # Error: relative L2 error on 2001 evenly spaced points of [0, 1].
 
 # %%
-n_osc, osc_epochs = S["oscillatory"]
-osc_kinds = ("ReLU", "PReLU", "TMAF", "tri-TMAF")
-osc = dict(zip(osc_kinds, grid("tmaf-oscillatory", trials.oscillatory_trial,
-                               [dict(kind=kind, seed=0, n=n_osc, epochs=osc_epochs)
-                                for kind in osc_kinds])))
+# One trials.oscillatory_trial per kind (ReLU, PReLU, TMAF, tri-TMAF) from seed 0; --full
+# also runs seeds 1-4, which the store's rows below read.
+osc = {t["kind"]: run for t, run in zip(*trial_grid(trials, "tmaf-oscillatory")) if t["seed"] == 0}
 x_grid, target = trials.GRID[:, 0], datasets.tmaf_oscillatory_fn(trials.GRID)
 figure(plots.oscillatory_fits(x_grid, target, osc), "oscillatory_fits.png")
 
@@ -366,32 +323,8 @@ figure(plots.oscillatory_fits(x_grid, target, osc), "oscillatory_fits.png")
 # %%
 figure(plots.neurons(x_grid, osc["TMAF"]["neurons"]), "oscillatory_learned_activations.png")
 
-stored_osc = stored(trials, "tmaf-oscillatory", lambda s: s["kind"], lambda r: r["error"],
-                    {kind: trials.PAPER[f"oscillatory: {kind} error"][0] for kind in osc_kinds},
-                    "{:.3f}", "relative L2 error on the two-sine target")
-here = {kind: [run["error"]] for kind, run in osc.items()}
-errs, source = verdicts.evidence(stored_osc if len(stored_osc) == len(osc_kinds) else None, here)
-error = {kind: float(np.median(e)) for kind, e in errs.items()}
-full_osc = trials.SIZES["full"]["oscillatory"]
-scale = (f"{source}: median of {len(errs['ReLU'])} seed(s), "
-         + "{1} epochs on {0} samples".format(*(full_osc if source == "store" else S["oscillatory"])))
-for kind in ("ReLU", "PReLU"):  # the paper: both miss the fast part
-    verdict = verdicts.misses_fast_part(error[kind])
-    results.add(f"oscillatory: {kind} error", f"{error[kind]:.3f} ({source})", verdict,
-                rule=f"misses the fast sine: yes at an error >= {verdicts.SLOW_ONLY:.3f} (the slow "
-                     f"sine alone), partly at >= {verdicts.SLOW_ONLY / 2:.3f} (half its amplitude "
-                     "followed), else NO",
-                measured=f"our {kind} net's error is {error[kind]:.3f} ({scale}), "
-                         f"{error[kind] / verdicts.SLOW_ONLY:.2f} of the slow sine's alone: it "
-                         f"follows about {1 - error[kind] / verdicts.SLOW_ONLY:.0%} of the fast "
-                         "sine's amplitude")
-for kind in ("TMAF", "tri-TMAF"):
-    verdict = verdicts.fits_fast_part(error[kind], error["ReLU"])
-    results.add(f"oscillatory: {kind} error", f"{error[kind]:.3f} ({source})", verdict,
-                rule=f"fits the fast sine: yes below {verdicts.FAST_FIT:g}, partly if only below "
-                     "ReLU's error, else NO",
-                measured=f"our {kind} net's error is {error[kind]:.3f} ({scale}), ReLU's "
-                         f"{error['ReLU']:.3f}")
+closing.oscillatory(results, osc, S["oscillatory"])  # the store's rows too
+
 
 # %% [markdown]
 # ## 6. Image classification (the shape of the paper's Table 3.3)
@@ -421,38 +354,16 @@ for kind in ("TMAF", "tri-TMAF"):
 
 # %%
 DATASET = trials.image_dataset()  # MNIST when its files are present
-n_img, n_test, img_epochs, img_width = S["images"]
-image_nets = [(kind, depth) for depth in (1, 2) for kind in ("ReLU", "TMAF")]
-image_runs = dict(zip(image_nets, grid("tmaf-images", trials.image_trial, [
-    dict(dataset=DATASET, kind=kind, depth=depth, width=img_width, seed=0, n_train=n_img,
-         n_test=n_test, epochs=img_epochs) for kind, depth in image_nets])))
+_, n_test, img_epochs, _ = S["images"]
+# One trials.image_trial per kind (ReLU, TMAF) and depth (1, 2 hidden) from seed 0, as above.
+image_runs = {(t["kind"], t["depth"]): run for t, run in zip(*trial_grid(trials, "tmaf-images"))
+              if t["seed"] == 0}
 curves = {f"{kind}, {depth} hidden": run for (kind, depth), run in image_runs.items()}
 figure(plot.learning_curves(curves, out("classification_curves.png"), keys=TEST_KEYS))
 
 accuracy = {net: 100 * run["accuracy"] for net, run in image_runs.items()}
 print(plots.table_33(trials.PAPER_T33, accuracy, DATASET, S["images"]))
-stored_33 = stored(trials, "tmaf-images", lambda s: f"{s['kind']}, {s['depth']} hidden",
-                   lambda r: 100 * r["accuracy"],
-                   {f"{kind}, {depth} hidden": f"{acc} (MNIST)"
-                    for depth, accs in trials.PAPER_T33.items() for kind, acc in zip(("ReLU", "TMAF"), accs)},
-                   "{:.2f}", f"test accuracy % ({trials.image_dataset()})")
-for depth, (paper_relu, paper_tmaf) in trials.PAPER_T33.items():
-    relu, tmaf = (stored_33.get(f"{kind}, {depth} hidden") for kind in ("ReLU", "TMAF"))
-    if relu and tmaf and min(len(relu), len(tmaf)) > 1:  # the store's seeds
-        gain, se, source = (np.mean(tmaf) - np.mean(relu), verdicts.mean_difference_se(tmaf, relu),
-                            f"store, {len(tmaf)} seeds")
-    else:
-        gain = accuracy["TMAF", depth] - accuracy["ReLU", depth]
-        se = verdicts.difference_se(accuracy["ReLU", depth] / 100, accuracy["TMAF", depth] / 100,
-                                    n_test)
-        source = f"this run, one seed, {img_epochs} epochs"
-    paper_gain = paper_tmaf - paper_relu
-    results.add(f"Table 3.3, {depth} hidden: TMAF - ReLU", f"{gain:+.2f} pts ({DATASET}; {source})",
-                verdicts.gain(gain, paper_gain, se),
-                rule=f"the gain counts above {verdicts.NOISE_SE:g} standard errors of {se:.2f} pts; "
-                     "yes if it counts and reaches half the paper's, partly if it counts, else NO",
-                measured=f"our gain {gain:+.2f} pts is {gain / se:+.1f} standard errors of "
-                         f"{se:.2f} pts ({source})")
+closing.table_33(results, accuracy, DATASET, n_test, img_epochs)  # the store's rows too
 
 # %% [markdown]
 # ## 7. What a TMAF costs
@@ -486,19 +397,9 @@ for depth, (paper_relu, paper_tmaf) in trials.PAPER_T33.items():
 # %%
 steps, repeats, width = S["cost"]
 cost = trials.step_cost(("ReLU", "TMAF", "tri-TMAF"), DATASET, width, steps, repeats)
-act_ms, relu_step_ms, wall_ms = cost["activation_cpu"], cost["step_cpu"]["ReLU"], cost["step_wall"]
 print(plots.step_costs(cost, width, steps))
-figure(plots.activation_cost(act_ms, width), "activation_cost.png")
-for kind in ("TMAF", "tri-TMAF"):
-    ratio = 1 + 2 * (act_ms[kind] - act_ms["ReLU"]) / relu_step_ms  # the formula above
-    direct, alone = wall_ms[kind] / wall_ms["ReLU"], act_ms[kind] / act_ms["ReLU"]
-    results.add(f"step cost {kind}/ReLU", f"{ratio:.2f}x lower bound, {direct:.2f}x direct "
-                f"(the activation alone {alone:.1f}x)",
-                verdicts.comparable_cost(ratio, direct),
-                rule=f"comparable: yes if the lower bound and the direct ratio are both "
-                     f"<= {verdicts.COMPARABLE:g}x, NO if the lower bound is above, else unclear",
-                measured=f"the activation alone costs {alone:.1f}x ReLU's (CPU); in the step, "
-                         f"{ratio:.2f}x at least, {direct:.2f}x by wall time")
+figure(plots.activation_cost(cost["activation_cpu"], width), "activation_cost.png")
+closing.step_cost(results, cost)  # the lower bound above, and the verdict
 
 # %% [markdown]
 # ## Paper vs ours

@@ -31,10 +31,9 @@
 # lessons/trials/hannet.py, read in one line per section.
 
 # %%
-import os
 import warnings
 
-from _lesson import STORE, Results, figure, grid, paper_sweep, setup  # checkout, figures, table
+from _lesson import Results, figure, grid, paper_sweep, setup  # checkout, figures, table
 
 import numpy as np  # host-side data, measurements and printing
 
@@ -43,9 +42,9 @@ import tinyunits as tu
 from tinyunits import nn, ops, optim
 from tinyunits.train import accuracy, evaluate, fit
 from tinyunits.units import han_measures as hm
-from lessons.plots import hannet as plots
 from lessons import verdicts
-from lessons.trials import current_rows
+from lessons.closing import hannet as closing  # the closing table's rows: store, evidence, rule
+from lessons.plots import hannet as plots
 from lessons.trials import hannet as board_trials
 
 args, SIZE = setup("04_hannet", "HanNet: variability and Han-layers",
@@ -126,17 +125,9 @@ print("landscapes: (max - min) / max of ||F_L||^2; near 0 = collapsed to a const
 for kind, depths in LANDSCAPE_ROWS:
     print(f"{kind:>7} " + " ".join(f"{'L=' + str(L):>6} {flat[kind, L]:.1e}" for L in depths))
 
-deep_flat = {kind: flat[kind, depths[-1]] for kind, depths in LANDSCAPE_ROWS}
 # Collapsed: the landscape varies by less than 1e-3 of its size (verdicts.COLLAPSED);
 # alive: by more than 1e-2 (verdicts.ALIVE).
-COLLAPSED = f"range / max below {verdicts.COLLAPSED:g}"
-results.add("Fig. 1: deepest sigmoid (L=15) landscape", f"range/max {deep_flat['sigmoid']:.0e}",
-            deep_flat["sigmoid"] < verdicts.COLLAPSED, rule=COLLAPSED)
-results.add("Fig. 1: ReLU at L=60 (one draw)", f"range/max {deep_flat['relu']:.0e}",
-            deep_flat["relu"] < verdicts.COLLAPSED, rule=COLLAPSED)
-results.add("Fig. 1: ABS and HanNet at L=60", f"range/max {deep_flat['abs']:.0e} / "
-            f"{deep_flat['han']:.0e}", min(deep_flat["abs"], deep_flat["han"]) > verdicts.ALIVE,
-            rule=f"both range / max above {verdicts.ALIVE:g}")
+closing.landscapes(results, flat, LANDSCAPE_ROWS)
 
 # %% [markdown]
 # One draw is an anecdote. The paper's measure, V3 (eq. 4), turns a landscape
@@ -169,18 +160,7 @@ for i, L in enumerate(v3_depths):
         f"{v3_rows[k][i][2]:13.3g} [{v3_rows[k][i][3]:2d}]" for k in v3_rows))
 
 figure(plots.v3_vs_depth(v3_rows, v3_samples), "v3_vs_depth.png")
-relu_peak = max(v3_rows["relu"], key=lambda r: r[2])[0]  # the depth of the highest V3
-relu_zero = [r[0] for r in v3_rows["relu"] if r[2] == 0]
-results.add("Fig. 2: ReLU V3 peak depth", f"L = {relu_peak}, 0 from "
-            f"{relu_zero[0] if relu_zero else 'never'}",
-            bool(relu_zero) and verdicts.RELU_PEAK[0] <= relu_peak <= verdicts.RELU_PEAK[1],
-            rule="V3 reaches 0 at some depth, and peaks at L in {} .. {}".format(*verdicts.RELU_PEAK))
-han_min, abs_min = (min(r[2] for r in v3_rows[kind]) for kind in ("han", "abs"))
-abs_zero = [r[0] for r in v3_rows["abs"] if r[2] == 0]
-results.add("Fig. 2: ABS V3 after its peak", f"0 at L = {abs_zero[0]}" if abs_zero else "never 0",
-            not abs_zero, rule="V3 is 0 at no depth")
-results.add("Fig. 2: HanNet V3", f"min {han_min:.3g} vs ABS min {abs_min:.3g}",
-            han_min > 0 and han_min >= abs_min, rule="the HanNet's least V3 above 0 and at least ABS's")
+closing.v3(results, v3_rows, v3_depths, v3_samples)
 
 # %% [markdown]
 # Why variability first rises: at a fixed parameter budget N_w, a deeper FC net is
@@ -203,7 +183,7 @@ for L in (1, 2, 4, 8, 16, 32):
 figure(plots.activation_ratio(n_w, counted), "activation_ratio.png")
 closed_ok = all(abs(hm.fc_activation_ratio(L, n_w) - r) < 1e-12 for L, r in counted)
 results.add("A.3: AR increasing in L, fastest at L = 1", "closed form = count; eq. 11: -L, /2",
-            closed_ok)
+            closed_ok, rule="the closed form within 1e-12 of the counted AR at every L")
 
 # %% [markdown]
 # ## 3. C- and G-matrices (Appendix A.4, Figure 6) and Propositions 1-3
@@ -248,7 +228,6 @@ for Cm, G, _, _, _ in hm.c_and_g(han_weights, han_biases, "abs", *x_pair):
 
 figure(plots.c_and_g(relu_norms, abs_norms, han_norms, d), "c_and_g_matrices.png")
 
-c_over_g = relu_norms[-1, 0] / relu_norms[-1, 1:].min()
 # One draw is one draw: the C/G ratio at the last depth over a few more pairs and nets.
 more_ratios = []
 for _ in range(cg_draws):
@@ -256,19 +235,14 @@ for _ in range(cg_draws):
     for Cm, G, Gb, _, _ in hm.c_and_g(*gaussian_layers(np.sqrt(2 / d)), "relu", *pair):
         pass  # keep only the last depth
     more_ratios.append(hm.spectral_norm(Cm) / min(hm.spectral_norm(G), hm.spectral_norm(Gb)))
-abs_over_relu = abs_norms[-1, 0] / relu_norms[-1, 0]
 print(f"at L = {depth}: ReLU ||C|| = {relu_norms[-1, 0]:.2e}, ||G|| = "
       f"{relu_norms[-1, 1]:.2e} / {relu_norms[-1, 2]:.2e};  ABS ||C|| = {abs_norms[-1, 0]:.2e}")
 print(f"        HanNet: max |G^T G - I| over all L = {han_orthogonality:.1e};  "
       f"||C|| = {han_norms[-1]:.2e}")
 print(f"        ReLU ||C|| / min ||G|| at L = {depth} over {len(more_ratios)} more draws: "
       + ", ".join(f"{r:.1e}" for r in more_ratios))
-median_ratio = float(np.median([c_over_g] + more_ratios))
-results.add("Fig. 6 left: ReLU C vs G at the last depth", f"C / G = {c_over_g:.0e} at L = {depth} "
-            f"(median of {len(more_ratios) + 1}: {median_ratio:.0e})",
-            median_ratio < verdicts.C_BELOW_G, rule=f"the median C / G below {verdicts.C_BELOW_G:g}")
-results.add("Fig. 6 right: ABS C / ReLU C at the last depth", f"{abs_over_relu:.0e} at L = {depth}",
-            abs_over_relu > verdicts.ABS_OVER_RELU, rule=f"above {verdicts.ABS_OVER_RELU:g}")
+closing.c_and_g(results, [relu_norms[-1, 0] / relu_norms[-1, 1:].min()] + more_ratios,
+                relu_norms[-1, 0], abs_norms[-1, 0], depth)
 results.add("Prop. 1: HanNet G_L orthogonal", f"max|G^T G - I| = {han_orthogonality:.0e}",
             han_orthogonality < verdicts.ROUNDING, rule=f"below {verdicts.ROUNDING:g} (rounding)")
 
@@ -384,7 +358,8 @@ for name, net in nets.items():
           f"activations, AR (eq. 5) = {ar[name]:.1%}")
 results.add("Tab. 8: AR of HanNet vs FCNet", f"{ar['HanNet']:.1%} vs {ar['FCNet']:.1%}",
             ar["HanNet"] > verdicts.AR_FACTOR * ar["FCNet"],
-            rule=f"the HanNet's AR above {verdicts.AR_FACTOR:g}x the FCNet's")
+            rule=f"the HanNet's AR above {verdicts.AR_FACTOR:g}x the FCNet's",
+            measured=f"the HanNet's AR is {ar['HanNet'] / ar['FCNet']:.1f}x the FCNet's")
 
 # %% [markdown]
 # ### Over seeds: what the paper's 99.5 % means
@@ -403,31 +378,7 @@ results.add("Tab. 8: AR of HanNet vs FCNet", f"{ar['HanNet']:.1%} vs {ar['FCNet'
 # read the store's rows of the current code, the median of each seed's best.
 
 # %%
-swept = paper_sweep(board_trials)
-board = (list(zip(*swept)) if swept else
-         [(row["settings"], row["result"])
-          for row in current_rows(board_trials.SWEEP, STORE, board_trials.TRIAL)[0]]
-         if os.path.exists(STORE) else [])
-best = {}  # (net, seed) -> the best test accuracy over the learning rates
-for s, r in board:
-    if r is not None:
-        best[s["net"], s["seed"]] = max(best.get((s["net"], s["seed"]), 0.0), r["test_acc"])
-over_seeds = {}  # net -> what the store measured, for the one-run rows' reasons
-for net, paper in (("hannet", 0.995), ("fcnet", 0.852)):
-    accs = [a for (n, _), a in best.items() if n == net]
-    if accs:
-        median = float(np.median(accs))
-        results.add(f"Fig. 4 over seeds 0-9: {net} best of the lrs, median", f"{median:.1%}",
-                    verdicts.reaches_paper(net, median), rule=verdicts.BOARD_RULE[net])
-        over_seeds[net] = (f"the store's best of the lrs over {len(accs)} seeds: median "
-                           f"{median:.1%}, {min(accs):.1%} - {max(accs):.1%}")
-    else:
-        over_seeds[net] = ("the store's rows over seeds are stale or not run yet (the table "
-                           "above says which)")
-for name, net, run in (("HanNet", "hannet", han_run), ("FCNet", "fcnet", fc_run)):
-    results.add(f"Fig. 4: {name} test accuracy", f"{run['test_acc']:.1%} (lr {run['lr']})",
-                verdicts.reaches_paper(net, run["test_acc"]), rule=verdicts.BOARD_RULE[net],
-                measured=over_seeds[net])
+closing.board(results, han_run, fc_run, paper_sweep(board_trials))  # which prints its table
 
 # %% [markdown]
 # Compare the train and test accuracies printed above: fitting the training points
@@ -466,11 +417,7 @@ for kind, net in ABLATION.items():
     lrs = ablation_lrs or (fc_lrs if kind == "FC+ABS" else han_lrs)
     ablation[kind] = lr_sweep(f"ablation {kind}, width {ablation_width}", net, lrs,
                               ablation_steps, width=ablation_width)["test_acc"]
-for kind, ours in ablation.items():
-    beaten = all(ours > ablation[k] for k in ablation if k != kind)
-    ok = beaten if kind == "H+ABS" else ours < ablation["H+ABS"]
-    results.add(f"Table 7: {kind}", f"{ours:.1%} (w{ablation_width}, {ablation_steps} steps)", ok,
-                rule="H+ABS above both others" if kind == "H+ABS" else "below H+ABS")
+closing.ablation(results, ablation, ablation_width, ablation_steps)
 
 # %% [markdown]
 # ### Flipped training labels (Appendix D.3), --full only (and --tiny, as a smoke test)
@@ -492,7 +439,8 @@ if 0.1 in flip_acc:
     fc, han = flip_acc[0.1]
     results.add("D.3: 10 % flipped, FCNet / HanNet", f"{fc:.1%} / {han:.1%}",
                 han > fc + verdicts.FLIP_MARGIN,
-                rule=f"the HanNet more than {100 * verdicts.FLIP_MARGIN:g} points above the FCNet")
+                rule=f"the HanNet more than {100 * verdicts.FLIP_MARGIN:g} points above the FCNet",
+                measured=f"the HanNet {100 * (han - fc):+.1f} points against the FCNet")
 
 # %% [markdown]
 # ## 5. A Han-Mixer block on Fashion-MNIST patches (section 4.4, eq. 10)
@@ -569,18 +517,8 @@ for name, make in MIXERS.items():
     print(f"{name:34s} {mixer_rows[name][0]:6d} params  test {acc:.1%}")
 
 figure(plots.mixers(mixer_rows, n_test), "mixers.png")
-MLP, HAN, BOTH = "+ MLP-Mixer (1)", "+ Han-Mixer (2)", "+ MLP-Mixer (1) + Han-Mixer (2)"
-acc = {name: a for name, (_, a) in mixer_rows.items()}
-gain = {name: a - acc["stem only"] for name, a in acc.items()}  # over the stem alone
-block_params = {name: n - mixer_rows["stem only"][0] for name, (n, _) in mixer_rows.items()}
-results.add("Tab. 2: Han-Mixer blocks vs MLP-Mixer block", f"{block_params[HAN]} vs "
-            f"{block_params[MLP]} block params: {acc[HAN]:.1%} vs {acc[MLP]:.1%}",
-            acc[HAN] >= acc[MLP] - verdicts.SIMILAR_ACC,
-            rule=f"Han-Mixer's accuracy at most {100 * verdicts.SIMILAR_ACC:g} points below")
-results.add("Tab. 2: Han-Mixer over the stem alone", f"{gain[HAN]:+.1%} accuracy (MLP-Mixer "
-            f"{gain[MLP]:+.1%}, both {gain[BOTH]:+.1%})", gain[HAN] > 0, rule="a gain above 0")
-results.add("Tab. 2: MLP-Mixer (k) + Han-Mixer after it", f"{acc[BOTH]:.1%} vs {acc[MLP]:.1%}",
-            acc[BOTH] > acc[MLP], rule="accuracy above the MLP-Mixer's")
+closing.mixers(results, mixer_rows, n_test, "+ MLP-Mixer (1)", "+ Han-Mixer (2)",
+               "+ MLP-Mixer (1) + Han-Mixer (2)")
 
 # %% [markdown]
 # Read the Tab. 2 rows printed above against the block sizes in the first of them
@@ -598,9 +536,9 @@ results.add("Tab. 2: MLP-Mixer (k) + Han-Mixer after it", f"{acc[BOTH]:.1%} vs {
 # `WITHIN_SE`); the over-seeds rows read the store's rows. The checkerboard
 # rows use the paper's full budget in quick mode; the ablation in quick mode does
 # not (see its section). Rows marked "NO" are reported as measured; under the
-# table, the likely reason for each. The paper's numbers and those reasons are
-# `PAPER` in lessons/trials/hannet.py. (Tiny mode is a smoke test: its budgets are
-# far too small for these numbers to mean anything.)
+# table, for each, the numbers the run measured that bear on it. The paper's
+# numbers and those reasons are `PAPER` in lessons/trials/hannet.py. (Tiny mode is
+# a smoke test: its budgets are far too small for these numbers to mean anything.)
 
 # %%
 results.show()

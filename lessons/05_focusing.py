@@ -33,15 +33,13 @@
 # section.
 
 # %%
-import os
-
-from _lesson import Results, figure, grid, host, interleaved_times, paper_sweep, setup, stored
+from _lesson import Results, figure, grid, host, interleaved_times, setup, trial_grid
 
 import numpy as np  # host-side data, reference formulas and printing
 
 import tinyunits as tu
 from tinyunits import backend, nn, optim
-from lessons import verdicts
+from lessons.closing import focusing as closing  # the closing table's rows: store, evidence, rule
 from lessons.plots import focusing as plots
 from lessons.trials import focusing as focus_trials
 
@@ -222,57 +220,20 @@ results.add("eq. (8) + normaliser vs finite differences", f"max rel err: du {wor
 # seed and noise layout.
 
 # %%
-n_ltf, ltf_epochs, ltf_seeds = S["ltf"]
-ltf_trials = [dict(side=side, seed=seed, n=n_ltf, epochs=ltf_epochs)
-              for side in ("left", "both") for seed in range(ltf_seeds)]
-ltf_runs = grid("focusing-ltf", focus_trials.learning_to_focus, ltf_trials)
+ltf_trials, ltf_runs = trial_grid(focus_trials, "focusing-ltf")  # each side, each seed
 ltf = {side: [run for t, run in zip(ltf_trials, ltf_runs) if t["side"] == side]
        for side in ("left", "both")}
-
-
-def moved(run):
-    """(foci that moved onto the informative inputs, foci that started outside them)."""
-    return verdicts.moved_onto(run["mu"][0], run["mu"][-1], run["lo"], run["hi"])
-
-
 for side, runs in ltf.items():
     print(f"noise {side:>4}: informative positions [{runs[0]['lo']:.3f}, {runs[0]['hi']:.3f}]")
     for seed, run in enumerate(runs):
         print(f"  seed {seed}: mu {np.round(run['mu'][0], 3)} -> {np.round(run['mu'][-1], 3)}, "
               f"sigma -> {np.round(run['sigma'][-1], 3)}; over informative {run['over']}/4, "
-              "moved onto them {0} of the {1} that started outside; ".format(*moved(run)) +
+              "moved onto them {0} of the {1} that started outside; ".format(*closing.moved(run)) +
               f"informative focus mass {np.round(run['mass'], 2)}; test acc {run['acc']:.3f}")
 
 # %%
 figure(plots.learning_to_focus(ltf["both"][0], ltf["left"][0]), "learning_to_focus.png")
-paper_fig2 = {"left": "most (Fig. 2b)", "both": "most (Fig. 2a)"}
-stored_moved, stored_outside = (
-    stored(focus_trials, "focusing-ltf", lambda s: s["side"], lambda r, i=i: moved(r)[i],
-           paper_fig2, "{:.2f}", what) for i, what in
-    enumerate(("foci that moved onto the informative inputs, per seed",
-               "foci that started outside them, per seed")))
-MOST_RULE = (f"most (> {verdicts.MOST:.0%}) of the foci that started outside the informative "
-             "inputs end inside them")
-k, n = moved(ltf["left"][0])  # seed 0, the run in the figure
-results.add("noise left: foci moved onto informative (seed 0)", f"{k} of {n}", verdicts.most(k, n),
-            rule=MOST_RULE, measured=f"in seed 0, {n - k} of the {n} stayed outside")
-for side, runs in ltf.items():
-    here = tuple(int(sum(c)) for c in zip(*map(moved, runs)))
-    whole = side in stored_moved and side in stored_outside
-    (k, n), source = verdicts.evidence(
-        (int(sum(stored_moved[side])), int(sum(stored_outside[side]))) if whole else None, here)
-    seeds = len(stored_moved[side]) if whole else len(runs)
-    results.add(f"noise {side}: foci moved onto informative", f"{k} of {n} ({source}, {seeds} seeds)",
-                verdicts.most(k, n), rule=MOST_RULE + ", pooled over seeds; the store's rows when "
-                "it holds them all",
-                measured=f"{n - k} of the {n} foci that started outside the informative inputs "
-                         f"ended outside them ({source}, {seeds} seeds of "
-                         f"{focus_trials.SIZES['full' if whole else SIZE]['ltf'][1]} epochs)")
-wider = sum(int((run["sigma"][-1] > 0.08).sum()) for run in ltf["left"] + ltf["both"])
-n_foci = 4 * len(ltf["left"] + ltf["both"])
-results.add("apertures widened (sigma > 0.08)", f"{wider}/{n_foci}", verdicts.most(wider, n_foci),
-            rule="most of the foci end with sigma above its start, 0.08",
-            measured=f"{n_foci - wider} of {n_foci} foci ended no wider than they started")
+closing.learning_to_focus(results, ltf, SIZE)  # the store's rows too
 
 # %% [markdown]
 # ## 3. Random trials (Figure 3)
@@ -301,37 +262,14 @@ results.add("apertures widened (sigma > 0.08)", f"{wider}/{n_foci}", verdicts.mo
 # draw(t) picks trial t's settings from Table 1 (seeded by t), random_trial trains
 # the focused and the dense net on that set and returns each one's best test
 # accuracy. --full runs the paper's 750 draws through tinyunits.sweep (keep the
-# results in lessons/results/sweeps.sqlite; `--workers 2` runs two at a time).
+# results in lessons/results/sweeps.sqlite; `--workers 2` runs two at a time); every
+# mode prints what the store holds of them, once, below the figure.
 n_draws, trial_epochs = S["trials"]
-swept = paper_sweep(focus_trials)  # other modes: prints what the store holds
-if swept:
-    settings, outcomes = swept
-else:
-    settings = [focus_trials.draw(t, full=False, epochs=trial_epochs) for t in range(n_draws)]
-    outcomes = [focus_trials.random_trial(s) for s in settings]
-trials = [dict(r, n_inf=s["n_inf"], hidden=s["hidden"])
-          for s, r in zip(settings, outcomes) if r is not None]
+draws = focus_trials.paper_trials(n_draws, full=SIZE == "full", epochs=trial_epochs)
+outcomes = grid(focus_trials.SWEEP, focus_trials.TRIAL, draws)
+trials = [dict(r, n_inf=s["n_inf"], hidden=s["hidden"]) for s, r in zip(draws, outcomes)]
 figure(plots.random_trials(trials), "random_trials.png")
-
-
-stored_gaps = stored(focus_trials, focus_trials.SWEEP,
-                     lambda s: "noisy" if s["n_noise"] > 0 else "clean",
-                     lambda r: 100 * (r["focus"] - r["dense"]),
-                     {"noisy": "focus better", "clean": "similar"}, "{:+.2f}",
-                     "focus - dense, best test accuracy, in points")
-rules = {"noisy": (lambda gap: gap > 0, "the mean focus - dense gap is above 0"),
-         "clean": (verdicts.similar, f"|mean focus - dense| < {verdicts.SIMILAR_PTS:g} pts")}
-for label, (holds, rule) in rules.items():
-    here = [100 * (t["focus"] - t["dense"]) for t in trials if t["noisy"] == (label == "noisy")]
-    gaps, source = verdicts.evidence(stored_gaps.get(label), here)
-    gap = float(np.mean(gaps)) if gaps else float("nan")
-    ours = f"{gap:+.2f} pts (n={len(gaps)}, {source}; focus better in {sum(g > 0 for g in gaps)})"
-    if source == "store":
-        ours += f"; this run {np.mean(here) if here else float('nan'):+.2f} (n={len(here)})"
-    results.add(f"random trials, {label}: focus - dense", ours, holds(gap) if gaps else False,
-                rule=rule + ", over the store's draws when it holds all 750, else this run's",
-                measured=f"mean {gap:+.2f} pts, std {np.std(gaps, ddof=1) if len(gaps) > 1 else 0:.2f}, "
-                         f"over {len(gaps)} {label} draws ({source})")
+closing.random_trials(results, trials)  # the store's rows too
 clean = sorted((t["focus"] - t["dense"], t["n_inf"], t["hidden"]) for t in trials if not t["noisy"])
 print(f"random trials: {len(trials)} draws (the paper: 750); clean-set gaps, focus - dense, "
       "with (nL, hidden): " + ", ".join(f"{100 * g:+.1f} ({n}, {h})" for g, n, h in clean))
@@ -358,12 +296,8 @@ print(f"random trials: {len(trials)} draws (the paper: 750); clean-set gaps, foc
 # training, for section 5.
 
 # %%
-n_train, n_test, H, fm_epochs, repeats = S["fashion"]
-thresholds = np.concatenate([[0, 1e-7, 0.01, 0.05], np.linspace(0.1, 1.5, S["prune"])]).tolist()
-fm_trials = [dict(kind=kind, seed=repeat, n_train=n_train, n_test=n_test, hidden=H,
-                  epochs=fm_epochs, batch=512, prune=thresholds if kind == "Focus-s" else [])
-             for kind in focus_trials.FASHION_NETS for repeat in range(repeats)]
-fm_runs = grid("focusing-fashion", focus_trials.fashion_trial, fm_trials)
+_, _, H, fm_epochs, _ = S["fashion"]
+fm_trials, fm_runs = trial_grid(focus_trials, "focusing-fashion")  # each net, each repeat
 fashion = {kind: [] for kind in focus_trials.FASHION_NETS}  # per net, each repeat's curve
 first = {}  # per net, repeat 0's run: its final sigmas and (Focus-s) its pruning
 for t, run in zip(fm_trials, fm_runs):
@@ -373,23 +307,8 @@ for t, run in zip(fm_trials, fm_runs):
           f"last {100 * run['test_acc'][-1]:.2f} %")
 figure(plots.fashion_curves(fashion, H), "fashion_mnist.png")
 
-stored_best = stored(focus_trials, "focusing-fashion", lambda s: s["kind"],
-                     lambda r: 100 * max(r["test_acc"]),
-                     {kind: reference for kind, (reference, _) in (
-                         (k, focus_trials.PAPER[f"Fashion {k}: best test acc"]) for k in fashion)},
-                     "{:.2f}", "best test accuracy over the epochs, %")
-here = {kind: [100 * max(r) for r in runs] for kind, runs in fashion.items()}
-accs, source = verdicts.evidence(stored_best if len(stored_best) == len(fashion) else None, here)
-best = {kind: float(np.mean(a)) for kind, a in accs.items()}
-for kind in fashion:  # the paper's claim is about its two trained focused nets
-    claim = best[kind] > best["Dense"] if kind in ("Focus-s", "Focus-c") else None
-    results.add(f"Fashion {kind}: best test acc", f"{best[kind]:.2f} % ({source}, n={len(accs[kind])})",
-                claim, rule=None if claim is None else "the mean best accuracy above Dense's, over "
-                "the store's 5 repeats when it holds them all, else this run's",
-                measured=f"{kind} {best[kind]:.2f} % against Dense {best['Dense']:.2f} % ({source}: "
-                         "{} training images, H = {}, {} epochs, {} repeat(s))".format(*np.take(
-                             focus_trials.SIZES["full" if source == "store" else SIZE]["fashion"],
-                             [0, 2, 3, 4])))
+closing.fashion(results, {kind: [100 * max(r) for r in runs] for kind, runs in fashion.items()},
+                SIZE)  # the best accuracy of each repeat; the store's rows too
 rising = [kind for kind, runs in fashion.items() if runs[0][-1] >= max(runs[0])]
 print(f"nets at their best in the last of {fm_epochs} epochs: {', '.join(rising) or 'none'}")
 sigma_mean = float(first["Focus-s"]["sigma"].mean())  # both focusing layers, all neurons
@@ -419,25 +338,10 @@ results.add("Fig. 7a: Focus-s sigma, mean after training", f"0.025 -> {sigma_mea
 sparsity_curve = first["Focus-s"]["pruned"]  # (sparsity, test accuracy %) per threshold
 dense_last = 100 * fashion["Dense"][-1][-1]
 figure(plots.sparsity(sparsity_curve, dense_last), "sparsity.png")
+thresholds = next(t["prune"] for t in fm_trials if t["prune"])  # the Focus-s runs' thresholds
 for t, (s, a) in zip(thresholds, sparsity_curve):
     print(f"  threshold {t:.2f}: sparsity {100 * s:5.1f} %, test acc {a:.2f} %")
-unpruned = sparsity_curve[0][1]
-max_kept = 100 * verdicts.sparsity_kept(sparsity_curve, unpruned - verdicts.SPARSITY_BAND)
-max_above = 100 * verdicts.sparsity_kept(sparsity_curve, dense_last)
-results.add("sparsity, acc within 0.5 pt of unpruned",
-            f"{max_kept:.1f} % (Fashion, unpruned {unpruned:.2f} %)",
-            max_kept >= verdicts.SPARSITY_CLAIM,
-            rule=f"the largest sparsity below which the accuracy never falls more than "
-                 f"{verdicts.SPARSITY_BAND:g} pt under the unpruned net's is >= "
-                 f"{verdicts.SPARSITY_CLAIM:g} %",
-            measured=f"the accuracy first leaves the band above {max_kept:.1f} % sparsity")
-results.add("sparsity, acc still >= dense", f"{max_above:.1f} % (Fashion, dense {dense_last:.2f} %)",
-            max_above >= verdicts.SPARSITY_CLAIM,
-            rule=f"the largest sparsity below which the accuracy never falls under the dense "
-                 f"net's is >= {verdicts.SPARSITY_CLAIM:g} %",
-            measured=f"the focused net starts at {unpruned:.2f} %, "
-                     f"{'below' if unpruned < dense_last else 'above'} the dense net's "
-                     f"{dense_last:.2f} %, and stays >= it up to {max_above:.1f} % sparsity")
+closing.sparsity(results, sparsity_curve, dense_last)
 
 # %% [markdown]
 # ## 6. Training-time overhead (section 4.7)
@@ -469,17 +373,7 @@ def step_fn(layer):
 time_batch, time_reps = S["timing"]
 tu.manual_seed(0)
 steps = {"dense": step_fn(nn.Linear(784, 800)), "focus": step_fn(nn.FocusingLinear(784, 800))}
-times = interleaved_times(steps, time_reps)
-fastest = {k: 1e3 * min(v) for k, v in times.items()}  # ms
-ratio = fastest["focus"] / fastest["dense"]
-median_ratio = float(np.median(times["focus"]) / np.median(times["dense"]))
-load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-print(f"training step 784->800, best of {time_reps}: dense {fastest['dense']:.1f} ms, "
-      f"focus {fastest['focus']:.1f} ms; median ratio {median_ratio:.2f}x (load {load:.1f})")
-results.add("training step time, focus / dense", f"{ratio:.2f}x (CPU, batch {time_batch})",
-            ratio <= verdicts.FOCUS_OVERHEAD,
-            rule=f"the fastest step's ratio is at most the top of the paper's range, "
-                 f"{verdicts.FOCUS_OVERHEAD:g}x", measured=f"median ratio {median_ratio:.2f}x")
+closing.step_overhead(results, interleaved_times(steps, time_reps), time_batch)
 
 # %% [markdown]
 # ## Paper vs ours

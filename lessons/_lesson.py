@@ -9,6 +9,7 @@
     results.add(what, ours, reproduced, rule=...)  # with Results("paper", claims=PAPER)
     results.show()
     runs = grid("tmaf-widths", tmaf.width_trial, [dict(width=w, seed=s) for ...])
+    trials, runs = trial_grid(tmaf, "tmaf-widths")  # the same, from tmaf.grids(mode)
     held = stored(tmaf, "tmaf-widths", by, value, paper)  # the store's paper-scale rows
 
 SIZE is "tiny" (seconds: the test suite's smoke run), "quick" (the default, a few
@@ -17,7 +18,8 @@ choose it; with none, the environment variable TINYUNITS_LESSON_MODE does (noteb
 use the variable). Figures go to args.out. A grid of independent runs goes through
 grid(): in --full it is a tinyunits.sweep (resumable, spread by --workers N); stored()
 prints, in every mode, what the store holds of the --full grid, and returns the groups
-a verdict may read (lessons/verdicts.py holds the verdicts' rules).
+a verdict may read (lessons/verdicts.py holds the verdicts' rules; lessons/closing/ the
+functions that add each lesson's rows, so that a lesson calls one per claim).
 
 Importing this module also
 - puts the checkout on sys.path (datasets.py and tinyunits from this checkout), and
@@ -78,6 +80,13 @@ def grid(name: str, fn, trials: list) -> list:
                            f"(tracebacks: the error column of {STORE}); the others are kept, "
                            f"and running the lesson again retries only these")
     return results
+
+
+def trial_grid(module, name: str):
+    """grid() of a trial module's grid `name` in this mode, module.grids(MODE)[name]: the
+    trials that --full and `python -m lessons.trials` store -> (trials, results), in order."""
+    fn, trials = module.grids(MODE)[name]
+    return trials, grid(name, fn, trials)
 
 
 def paper_sweep(module):
@@ -214,8 +223,8 @@ TEST_KEYS = ("train loss", "test loss", "test accuracy")
 class Results(list):
     """Rows (what, reference, ours, holds[, why[, rule]]) for the closing table; show() prints it.
     holds=None marks a number shown for comparison with no claim attached ("-"); a string
-    (e.g. "partly") is printed as it is. why, the likely reason where a row does not (fully)
-    hold, is printed under the table.
+    (e.g. "partly") is printed as it is. why, what the run measured that bears on a row that
+    does not (fully) hold ("not measured: ..." where it cannot), is printed under the table.
 
     claims, {what: (reference, why)}, keeps a lesson's paper numbers and its reasons as
     data beside its trials ({names} in a why are filled from the run's settings);
@@ -235,6 +244,10 @@ class Results(list):
         if what not in self.claims:
             raise KeyError(f"Results.add: no claim {what!r}; the claims are {list(self.claims)}")
         reference, why = self.claims[what]
+        if holds is not None and not why:  # a verdict that may be NO must say why
+            raise ValueError(f"Results.add: the claim {what!r} gives a verdict, so its reason "
+                             "in claims must say what the run measured ({measured}), 'not "
+                             "measured: ...' or 'a bug: ...'; it has none")
         self.append((what, reference, ours, holds, why.format(**self.settings, **measured), rule))
         ruled = f" (rule: {rule})" if rule else ""
         print(f"{what}: ours {ours}, {self.reference} {reference} -> {_mark(holds)}{ruled}")

@@ -1,6 +1,8 @@
 """Each trial module's grids(mode) holds the trials its lesson gives _lesson.grid, so that
 `python -m lessons.trials <lesson>` fills the store with exactly the rows the lesson's
---full reads. Each lesson runs in --tiny with _lesson.grid recording what it is asked."""
+--full reads; lesson 5's random trials are its paper sweep (SWEEP: paper_trials(), which
+`python -m lessons.trials focusing` runs). Each lesson runs in --tiny with _lesson.grid
+recording what it is asked."""
 import json
 import os
 import subprocess
@@ -45,13 +47,24 @@ def asked(lesson, tmp_path):
 
 @pytest.mark.parametrize("lesson", sorted(LESSONS))
 def test_grids_hold_what_the_lesson_asks_grid_for(lesson, tmp_path):
-    grids = LESSONS[lesson].grids("tiny")
+    module = LESSONS[lesson]
+    grids = module.grids("tiny")
     seen = asked(lesson, tmp_path)
+    if hasattr(module, "SWEEP"):  # the paper sweep, in its mode's size
+        draws, epochs = module.SIZES["tiny"]["trials"]
+        paper = [trials for name, _, trials in seen if name == module.SWEEP]
+        assert paper == [module.paper_trials(draws, full=False, epochs=epochs)]
+        seen = [s for s in seen if s[0] != module.SWEEP]
     assert [name for name, *_ in seen] == list(grids)
     for name, fn, trials in seen:
         assert fn == f"{grids[name][0].__module__}.{grids[name][0].__qualname__}", name
         assert [sweep.canonical(t) for t in trials] == \
             [sweep.canonical(t) for t in grids[name][1]], name
+
+
+def test_lesson_5s_full_random_trials_are_its_paper_sweeps():
+    draws, epochs = focusing.SIZES["full"]["trials"]
+    assert focusing.paper_trials(draws, full=True, epochs=epochs) == focusing.paper_trials()
 
 
 @pytest.mark.parametrize("module", sorted(LESSONS.values(), key=lambda m: m.__name__),

@@ -1,6 +1,7 @@
 """Every lesson runs top to bottom in its --tiny mode and prints its closing table."""
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -10,14 +11,49 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 LESSONS = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.py"))
 
 
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """lesson -> (its --tiny run, its figure folder), each lesson run once per module: the
+    tests below read the same run."""
+    runs = {}
+
+    def run(lesson):
+        if lesson not in runs:
+            out = tmp_path_factory.mktemp(lesson.stem)
+            runs[lesson] = subprocess.run(
+                [sys.executable, str(lesson), "--tiny", "--out", str(out)], cwd=ROOT,
+                env=dict(os.environ, MPLBACKEND="Agg"), capture_output=True, text=True,
+                timeout=600), out
+        return runs[lesson]
+    return run
+
+
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
-def test_lesson_runs_in_tiny_mode(lesson, tmp_path):
-    env = dict(os.environ, MPLBACKEND="Agg")
-    run = subprocess.run([sys.executable, str(lesson), "--tiny", "--out", str(tmp_path)],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+def test_lesson_runs_in_tiny_mode(lesson, tiny):
+    run, out = tiny(lesson)
     assert run.returncode == 0, f"{lesson.name} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     assert "ours" in run.stdout.lower(), f"{lesson.name} printed no results table"
-    assert list(tmp_path.glob("*.png")), f"{lesson.name} wrote no figure to {tmp_path}"
+    assert list(out.glob("*.png")), f"{lesson.name} wrote no figure to {out}"
+
+
+def test_05_focusing_prints_the_stored_random_trials_once(tiny):
+    run, _ = tiny(ROOT / "lessons" / "05_focusing.py")
+    assert run.returncode == 0, run.stderr[-3000:]
+    for sets in ("noisy", "clean"):  # one row per kind of set, from one table
+        rows = re.findall(rf"^{sets}\s+(?:\d|not run yet|STALE)", run.stdout, re.MULTILINE)
+        assert len(rows) == 1, f"the {sets} sets' stored row is printed {len(rows)} times"
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
+def test_every_reason_under_a_lessons_table_cites_a_number_and_its_rule(lesson, tiny):
+    run, _ = tiny(lesson)
+    assert run.returncode == 0, run.stderr[-3000:]
+    for line in run.stdout.splitlines():
+        if line.startswith(("not reproduced: ", "partly: ")):
+            reason, rule = line.rsplit(" (rule: ", 1) if " (rule: " in line else (line, None)
+            assert rule, f"{lesson.name}: a verdict without its rule: {line}"
+            assert re.search(r"\d", reason.split(": ", 2)[-1]) or "not measured" in reason, (
+                f"{lesson.name}: a reason without a measured number: {line}")
 
 
 def _engine(tmp_path, **env):

@@ -333,3 +333,26 @@ def test_lesson_tables_are_built_from_the_store(tmp_path, monkeypatch):
     lines = focusing.table(store).splitlines()
     assert lines[1].split() == ["noisy", "3", "86.7%", "73.3%", "+13.33", "pts", "2", "of", "3"]
     assert lines[2].split() == ["clean", "1", "50.0%", "60.0%", "-10.00", "pts", "0", "of", "1"]
+
+
+def fails_without_a_result(settings):
+    """stored_settings that fails on a trial with no result (the store records it failed)."""
+    if settings["result"] is None:
+        raise ValueError("no result")
+    return settings["result"]
+
+
+def test_trials_status_counts_the_given_trials_by_state(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(ROOT)
+    from lessons.trials.__main__ import status
+    store = str(tmp_path / "s.sqlite")
+    trials = [dict(seed=i, result=None if i == 3 else dict(x=i)) for i in range(6)]
+    assert status("s", stored_settings, trials, store).split()[1:9] == [
+        "6", "trials", "0", "done", "0", "stale", "0", "failed"]  # no store yet: nothing held
+    sweep.run("s", settings_result, trials[:1], store=store)  # stale for stored_settings
+    with pytest.warns(RuntimeWarning):
+        sweep.run("s", fails_without_a_result, trials[1:4], store=store)
+    sweep.run("s", stored_settings, [dict(seed=9, result=dict(x=9))], store=store)  # not asked
+    line = status("s", fails_without_a_result, trials, store)
+    assert line.split()[:11] == ["s", "6", "trials", "2", "done", "1", "stale", "1", "failed",
+                                 "4", "to"]

@@ -9,14 +9,29 @@ settings dict, so it gives the same numbers on any worker and in any order.
     python -c "from lessons.trials import hannet; print(hannet.board_trial(
         dict(net='hannet', lr=0.05, seed=0, steps=40_000)))"
 """
+import os
+
+
+def stored_rows(name, store, fn, trials=None):
+    """The rows that the store holds of sweep `name` (of `trials` only, if given; none if
+    there is no store), by state -> {"current": finished rows computed by fn's code as it
+    is now, "stale": finished rows computed by other code (a table leaves them out and
+    says so), "failed": rows whose trial failed}."""
+    from tinyunits import sweep
+    rows = sweep.load(name, store, fn=fn) if os.path.exists(store) else []
+    if trials is not None:
+        keys = {sweep.trial_key(t) for t in trials}
+        rows = [r for r in rows if sweep.trial_key(r["settings"]) in keys]
+    done = [r for r in rows if r["status"] == "done"]
+    return dict(current=[r for r in done if not r["stale"]], stale=[r for r in done if r["stale"]],
+                failed=[r for r in rows if r["status"] == "failed"])
 
 
 def current_rows(name, store, fn):
     """The finished rows of sweep `name` computed by fn's code as it is now, and how many
     finished rows were computed by other code (stale: a table leaves them out and says so)."""
-    from tinyunits import sweep
-    done = [r for r in sweep.load(name, store, fn=fn) if r["status"] == "done"]
-    return [r for r in done if not r["stale"]], sum(r["stale"] for r in done)
+    held = stored_rows(name, store, fn)
+    return held["current"], len(held["stale"])
 
 
 def stale_line(stale, fn):

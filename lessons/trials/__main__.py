@@ -26,7 +26,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)  # datasets.py and tinyunits from this checkout
 
-from lessons.trials import dac, focusing, hannet, tmaf, two_argument  # noqa: E402
+from lessons.trials import dac, focusing, hannet, stored_rows, tmaf, two_argument  # noqa: E402
 from tinyunits import sweep  # noqa: E402
 
 PAPER_SWEEPS = {"hannet": hannet, "focusing": focusing}  # each module's SWEEP, TRIAL, table
@@ -43,12 +43,8 @@ def sweeps_of(lesson):
 
 def status(name, fn, trials, store):
     """One line: how many of the trials the store holds from fn's code, stale, failed."""
-    keys = {sweep.trial_key(t) for t in trials}
-    rows = [r for r in sweep.load(name, store, fn=fn) if sweep.trial_key(r["settings"]) in keys] \
-        if os.path.exists(store) else []
-    current = [r for r in rows if r["status"] == "done" and not r["stale"]]
-    stale = sum(r["status"] == "done" and r["stale"] for r in rows)
-    failed = sum(r["status"] == "failed" for r in rows)
+    held = stored_rows(name, store, fn, trials)
+    current, stale, failed = held["current"], len(held["stale"]), len(held["failed"])
     seconds = sum(r["seconds"] or 0 for r in current)
     return (f"{name:<24}{len(trials):>5} trials {len(current):>5} done {stale:>4} stale "
             f"{failed:>4} failed {len(trials) - len(current):>5} to run; "

@@ -54,24 +54,26 @@ SIZES = {
 # results.add(claim, ours, holds) next to the computation that checks each claim.
 SHORT_RUN = ("{measured}, from one seed of a short run on small nets (and, without the SGEMM "
              "file, a stand-in data set); the paper's gaps are averages over replicates")
-PAPER = {  # claim -> (the paper's number, the likely reason where ours does not hold)
-    "3x3 conv: params / FLOPs": ("+11 % / +5.5 %", ""),
-    "dense 200->200: params / FLOPs": ("x(2-1/n) / x(1.5-1/2n)", ""),
-    "Fig 7a: 1 DAC unit separates": ("yes (hand-set)", ""),
-    "Fig 7a: 1 standard unit cannot": ("cannot", ""),
+_COUNTS = "a bug: the counts follow from the layers' shapes"
+PAPER = {  # claim -> (the paper's number, what the run measured where ours does not hold)
+    "3x3 conv: params / FLOPs": ("+11 % / +5.5 %", _COUNTS),
+    "dense 200->200: params / FLOPs": ("x(2-1/n) / x(1.5-1/2n)", _COUNTS),
+    "Fig 7a: 1 DAC unit separates": ("yes (hand-set)", "{measured}"),
+    "Fig 7a: 1 standard unit cannot": ("cannot",
+        "a bug: a standard unit is monotone along the points' diagonal; {measured}"),
     "Fig 7b: 2 DAC units can": ("yes (hand-set)",
         "the hand-set units separate it; trained from random biases, {measured}"),
-    "Fig 7b: 2 standard cannot, 4 can": ("cannot / can", ""),
+    "Fig 7b: 2 standard cannot, 4 can": ("cannot / can", "{measured}"),
     "Thm C.1(1): 1 DAC unit = PL_k": ("exact, 2k p.",
         "the construction is exact; {measured}"),
-    "Thm C.1(2): 1 layer cannot": ("cannot", ""),
-    "Thm C.1(3): 2 layers need 3k+1": ("3k+1 p.", ""),
-    "eq. (7) = backward = numerical": ("equal", ""),
+    "Thm C.1(2): 1 layer cannot": ("cannot", "{measured}"),
+    "Thm C.1(3): 2 layers need 3k+1": ("3k+1 p.", "{measured}"),
+    "eq. (7) = backward = numerical": ("equal", "a bug in DACLinear's backward: {measured}"),
     "Fig 3, same params: DAC vs base": ("DAC lower at large widths",
         SHORT_RUN),
     "Fig 4, x2 params: biases vs weights": ("biases -0.25 nats, weights ~0",
         SHORT_RUN),
-    "VGG 20/16: DAC +params / +FLOPs": ("+11 % / +5.5 %", ""),
+    "VGG 20/16: DAC +params / +FLOPs": ("+11 % / +5.5 %", _COUNTS),
     "VGG test error: base - DAC (F-MNIST)": ("+0.65 % (CIFAR-10)",
         "{measured}; the paper's +0.65 % averages 5 replicates of 80k steps on CIFAR-10"),
 }

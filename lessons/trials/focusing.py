@@ -259,7 +259,8 @@ def random_trial(settings):
 
 
 def paper_trials(count=750, full=True, epochs=150):
-    """Lesson 5's --full random trials (count draws of Table 1), in draw order."""
+    """Lesson 5's random trials, count draws of Table 1 in draw order (full: its whole
+    grid; else the reduced grid of the other modes). The defaults are --full's."""
     return [draw(t, full, epochs) for t in range(count)]
 
 

@@ -56,16 +56,16 @@ SIZES = {
 
 # Lesson 4's closing table: each claim of the paper the lesson checks -> (the paper's
 # number, the likely reason where ours does not hold; {names}: the run's SIZES).
-_ONE_DRAW = ("one random draw of each net, as the paper's Figure 1 shows one: a single draw may "
-             "or may not collapse; section 2's V3 averages over draws")
-_FEW_SAMPLES = ("{v3[1]} parameter samples per depth where the paper draws 3000, on a "
-                "{v3[0]} x {v3[0]} grid: a geometric mean over few samples misses rare "
-                "collapses (one collapsed sample makes it 0)")
+_ONE_DRAW = ("{measured}; one random draw of each net, as the paper's Figure 1 shows one: a single "
+             "draw may or may not collapse, and section 2's V3 counts collapses over draws")
+_FEW_SAMPLES = ("{measured} (the paper draws 3000 per depth; our grid is {v3[0]} x {v3[0]}): V3, "
+                "a geometric mean, is 0 as soon as one sample collapses, so few samples miss "
+                "rare collapses")
 _ONE_RUN = ("one run from seed 0 at the learning rates {board[1]} (HanNet) and {board[2]} "
             "(FCNet), where the paper reports the best of its learning-rate sweep; {measured}")
-_MIXER = ("a 32-channel patch model on Fashion-MNIST, {mixer[2]} epochs on {mixer[0]} images, not "
-          "the paper's CIFAR, STL-10 and ImageNet-32 with a convolutional stem; the paper notes "
-          "that Han-Mixers alone cannot always bring enough parameters")
+_MIXER = ("{measured}; a 32-channel patch model on Fashion-MNIST, {mixer[2]} epochs on {mixer[0]} "
+          "images, not the paper's CIFAR, STL-10 and ImageNet-32 with a convolutional stem; the "
+          "paper notes that Han-Mixers alone cannot always bring enough parameters")
 PAPER = {
     "Fig. 1: deepest sigmoid (L=15) landscape": ("constant (C2C)", _ONE_DRAW),
     "Fig. 1: ReLU at L=60 (one draw)": ("constant (C2C)", _ONE_DRAW),
@@ -76,27 +76,29 @@ PAPER = {
     "A.3: AR increasing in L, fastest at L = 1": (
         "yes (eq. 11)", "a bug: the closed form must equal the count of real nets"),
     "Fig. 6 left: ReLU C vs G at the last depth": (
-        "C ~ 100x smaller than G", "the gap depends on the pair (x, xbar) and on the draw (the "
-        "paper shows one); ours is the median over draws, at width {cg[0]} (the paper's 100)"),
+        "C ~ 100x smaller than G", "{measured}, at width {cg[0]} (the paper's 100); the gap "
+        "depends on the pair (x, xbar) and on the draw, and the paper shows one"),
     "Fig. 6 right: ABS C / ReLU C at the last depth": (
-        "> 1000x", "one draw of each net, at width {cg[0]} (the paper's 100)"),
+        "> 1000x", "{measured}, one draw of each net at width {cg[0]} (the paper's 100)"),
     "Prop. 1: HanNet G_L orthogonal": (
         "exactly, any L", "a bug: a product of orthogonal matrices is orthogonal"),
     "Prop. 3: probabilities (eq. 17)": (
         "p^2d and (p^2+(1-p)^2)^d", "a bug, or (rarely) chance: the check allows 4 standard errors"),
     "Tab. 8: AR of HanNet vs FCNet": (
-        "34-42 % vs 0.6-2.3 % (regression)", "Table 8 counts its regression nets; ours are the "
-        "checkerboard's"),
+        "34-42 % vs 0.6-2.3 % (regression)", "{measured}: the checkerboard nets; Table 8 counts "
+        "its regression nets"),
     "Fig. 4: HanNet test accuracy": ("99.5 %", _ONE_RUN),
     "Fig. 4: FCNet test accuracy": ("85.2 %", _ONE_RUN),
     **{f"Fig. 4 over seeds 0-9: {net} best of the lrs, median": (
-        paper, "the median over seeds of each seed's best, where the paper reports one sweep")
+        paper, "{measured}; the median over seeds of each seed's best, where the paper reports one "
+        "sweep")
        for net, paper in (("hannet", "99.5 %"), ("fcnet", "85.2 %"))},
-    **{f"Table 7: {kind}": (paper, "one seed at width {ablation[0]}, {ablation[1]} steps (the "
-                            "paper: width 100, 40,000 steps, the best of a learning-rate sweep)")
+    **{f"Table 7: {kind}": (paper, "{measured}: one seed at width {ablation[0]}, {ablation[1]} steps "
+                            "(the paper: width 100, 40,000 steps, the best of a learning-rate "
+                            "sweep)")
        for kind, paper in (("H+ABS", "99.2%"), ("H+ReLU", "66.2%"), ("FC+ABS", "85.3%"))},
     "D.3: 10 % flipped, FCNet / HanNet": (
-        "86.5 % / 95.2 %", "one seed, at the learning rates of the clean runs"),
+        "86.5 % / 95.2 %", "{measured}: one seed, at the learning rates of the clean runs"),
     "Tab. 2: Han-Mixer blocks vs MLP-Mixer block": ("fewer params, similar or better", _MIXER),
     "Tab. 2: Han-Mixer over the stem alone": ("helps (STL-10 err. 18.2 -> 15.3 %)", _MIXER),
     "Tab. 2: MLP-Mixer (k) + Han-Mixer after it": ("better than MLP-Mixer (k)", _MIXER),

@@ -37,6 +37,7 @@ from tinyunits import nn, optim
 from tinyunits.train import accuracy, evaluate, fit
 
 HIDDEN = 64          # units per hidden layer of the 2-argument outer MLP
+NAMES = {2: "2-arg", 1: "1-arg", 0: "ReLU"}  # n_args -> the model's name in the tables
 BATCH, LR = 200, 1e-3
 EPSILONS = (0.3, 0.1)  # the attack's l-infinity radii on the [0, 1] pixel scale
 ce = nn.functional.cross_entropy
@@ -74,10 +75,14 @@ _CHANCE = ("{measured}; {reps} run(s) of up to {epochs} epochs per model decide 
 # Lesson 2's closing table: each row's claim in the paper (its MLP results on MNIST), and
 # the likely reason where ours differs ({names}: the run's SIZES).
 PAPER = {
-    "data": ("MNIST", "MNIST is not installed here; Fashion-MNIST is harder, so accuracies "
-             "are not comparable with the paper's"),
-    "inner nets unchanged by session III": ("frozen", "freeze() failed: a bug"),
-    "1-arg / ReLU widths matching [64]*3": ("[114]*3 / [118]*3", ""),
+    "data": ("MNIST", "not measured: MNIST's files are not on this machine (`python datasets.py "
+             "download mnist` fetches them); Fashion-MNIST stands in, and how much harder it "
+             "is for these nets is not measured here, so compare the models' gaps, not their "
+             "accuracies with the paper's"),
+    "inner nets unchanged by session III": ("frozen", "a bug: freeze() did not keep the inner nets"),
+    "1-arg / ReLU widths matching [64]*3": (
+        "[114]*3 / [118]*3", "a bug: the widths follow from matching the 2-arg net's parameter "
+        "count"),
     "session I fit of random map (R^2)": (
         "fits (Fig. 4b)", "{measured}, after {pre_epochs} pretraining epochs (paper: 500); the map has detail "
         "at the scale sigma = 1/3, which a 64-64 ReLU net fits slowly"),
@@ -87,8 +92,8 @@ PAPER = {
     "f after epoch 1 vs final f, correlation": ("set in 1-5 epochs",
                                                 "f kept changing after its first epoch: {measured}"),
     "negative (XOR) curvature, MLP runs": (
-        "minority (p=0.06)", "the paper's own MLP result is not significant; conv nets "
-        "(78 % negative) are not rebuilt here"),
+        "minority (p=0.06)", "{measured}; the paper's own MLP result is not significant "
+        "(p = 0.06), and its conv nets (78 % negative) are not rebuilt here"),
     "negative curvature, Xavier-random f": ("null: about 1/2", ""),
     "l_inf eps=0.3 acc. 2-arg/1-arg/ReLU": ("39.8 / 22.9 / 26.7", ""),
     "robust increment 2-arg - ReLU (eps .3)": (

@@ -1,0 +1,124 @@
+"""Lesson 5's closing rows (lessons/closing/__init__.py says what each function does)."""
+import os
+
+import numpy as np
+
+from _lesson import stored
+from lessons import verdicts
+from lessons.trials import focusing as trials
+
+
+def moved(run):
+    """(foci that moved onto the informative inputs, foci that started outside them)."""
+    return verdicts.moved_onto(run["mu"][0], run["mu"][-1], run["lo"], run["hi"])
+
+
+def learning_to_focus(results, ltf, mode):
+    """Figure 2: most foci that started outside the informative inputs end inside them, in
+    seed 0 and pooled over the seeds; the apertures widen. ltf: {side: this run's runs,
+    by seed}; mode: this run's (for the epochs a reason cites)."""
+    held_moved, held_outside = (
+        stored(trials, "focusing-ltf", lambda s: s["side"], lambda r, i=i: moved(r)[i],
+               {"left": "most (Fig. 2b)", "both": "most (Fig. 2a)"}, "{:.2f}", what)
+        for i, what in enumerate(("foci that moved onto the informative inputs, per seed",
+                                  "foci that started outside them, per seed")))
+    rule = (f"most (> {verdicts.MOST:.0%}) of the foci that started outside the informative "
+            "inputs end inside them")
+    k, n = moved(ltf["left"][0])  # seed 0, the run in the figure
+    results.add("noise left: foci moved onto informative (seed 0)", f"{k} of {n}",
+                verdicts.most(k, n), rule=rule, measured=f"in seed 0, {n - k} of the {n} stayed outside")
+    for side, runs in ltf.items():
+        here = tuple(int(sum(c)) for c in zip(*map(moved, runs)))
+        whole = side in held_moved and side in held_outside
+        (k, n), source = verdicts.evidence(
+            (int(sum(held_moved[side])), int(sum(held_outside[side]))) if whole else None, here)
+        seeds = len(held_moved[side]) if whole else len(runs)
+        results.add(f"noise {side}: foci moved onto informative", f"{k} of {n} ({source}, {seeds} seeds)",
+                    verdicts.most(k, n), rule=rule + ", pooled over seeds; the store's rows when "
+                    "it holds them all",
+                    measured=f"{n - k} of the {n} foci that started outside the informative inputs "
+                             f"ended outside them ({source}, {seeds} seeds of "
+                             f"{trials.SIZES['full' if whole else mode]['ltf'][1]} epochs)")
+    every = ltf["left"] + ltf["both"]
+    wider, n_foci = sum(int((run["sigma"][-1] > 0.08).sum()) for run in every), 4 * len(every)
+    results.add("apertures widened (sigma > 0.08)", f"{wider}/{n_foci}", verdicts.most(wider, n_foci),
+                rule="most of the foci end with sigma above its start, 0.08",
+                measured=f"{n_foci - wider} of {n_foci} foci ended no wider than they started")
+
+
+def random_trials(results, draws):
+    """Figure 3: focus better on noisy sets, similar on clean ones. draws: this run's, each
+    {"focus", "dense", "noisy"} best test accuracies."""
+    held = stored(trials, trials.SWEEP, lambda s: "noisy" if s["n_noise"] > 0 else "clean",
+                  lambda r: 100 * (r["focus"] - r["dense"]),
+                  {"noisy": "focus better", "clean": "similar"}, "{:+.2f}",
+                  "focus - dense, best test accuracy, in points")
+    rules = {"noisy": (lambda gap: gap > 0, "the mean focus - dense gap is above 0"),
+             "clean": (verdicts.similar, f"|mean focus - dense| < {verdicts.SIMILAR_PTS:g} pts")}
+    for label, (holds, rule) in rules.items():
+        here = [100 * (t["focus"] - t["dense"]) for t in draws if t["noisy"] == (label == "noisy")]
+        gaps, source = verdicts.evidence(held.get(label), here)
+        gap = float(np.mean(gaps)) if gaps else float("nan")
+        ours = f"{gap:+.2f} pts (n={len(gaps)}, {source}; focus better in {sum(g > 0 for g in gaps)})"
+        if source == "store":
+            ours += f"; this run {np.mean(here) if here else float('nan'):+.2f} (n={len(here)})"
+        results.add(f"random trials, {label}: focus - dense", ours, holds(gap) if gaps else False,
+                    rule=rule + ", over the store's draws when it holds all 750, else this run's",
+                    measured=f"mean {gap:+.2f} pts, std "
+                             f"{np.std(gaps, ddof=1) if len(gaps) > 1 else 0:.2f}, over {len(gaps)} "
+                             f"{label} draws ({source})")
+
+
+def fashion(results, best, mode):
+    """Table 2: the trained focused nets above Dense. best: {net: this run's best test
+    accuracy, %, per repeat}; mode: this run's (for the scale a reason cites)."""
+    held = stored(trials, "focusing-fashion", lambda s: s["kind"],
+                  lambda r: 100 * max(r["test_acc"]),
+                  {kind: trials.PAPER[f"Fashion {kind}: best test acc"][0] for kind in best},
+                  "{:.2f}", "best test accuracy over the epochs, %")
+    accs, source = verdicts.evidence(held if len(held) == len(best) else None, best)
+    mean = {kind: float(np.mean(a)) for kind, a in accs.items()}
+    scale = "{} training images, H = {}, {} epochs, {} repeat(s)".format(*np.take(
+        trials.SIZES["full" if source == "store" else mode]["fashion"], [0, 2, 3, 4]))
+    for kind in best:  # the paper's claim is about its two trained focused nets
+        claim = mean[kind] > mean["Dense"] if kind in ("Focus-s", "Focus-c") else None
+        results.add(f"Fashion {kind}: best test acc", f"{mean[kind]:.2f} % ({source}, n={len(accs[kind])})",
+                    claim, rule=None if claim is None else "the mean best accuracy above Dense's, "
+                    "over the store's 5 repeats when it holds them all, else this run's",
+                    measured=f"{kind} {mean[kind]:.2f} % against Dense {mean['Dense']:.2f} % "
+                             f"({source}: {scale})")
+
+
+def sparsity(results, curve, dense):
+    """Figure 9b: pruning keeps the accuracy up to SPARSITY_CLAIM % sparsity, against the
+    unpruned net's and against the dense net's. curve: [(sparsity, accuracy %)] by rising
+    threshold, the unpruned net first; dense: the dense net's accuracy, %."""
+    unpruned = curve[0][1]
+    kept = 100 * verdicts.sparsity_kept(curve, unpruned - verdicts.SPARSITY_BAND)
+    above = 100 * verdicts.sparsity_kept(curve, dense)
+    for what, reached, against, floor, measured in (
+            ("sparsity, acc within 0.5 pt of unpruned", kept, f"unpruned {unpruned:.2f} %",
+             f"more than {verdicts.SPARSITY_BAND:g} pt under the unpruned net's",
+             f"the accuracy first leaves the band above {kept:.1f} % sparsity"),
+            ("sparsity, acc still >= dense", above, f"dense {dense:.2f} %", "under the dense net's",
+             f"the focused net starts at {unpruned:.2f} %, "
+             f"{'below' if unpruned < dense else 'above'} the dense net's {dense:.2f} %, and "
+             f"stays >= it up to {above:.1f} % sparsity")):
+        results.add(what, f"{reached:.1f} % (Fashion, {against})", reached >= verdicts.SPARSITY_CLAIM,
+                    rule=f"the largest sparsity below which the accuracy never falls {floor} is "
+                         f">= {verdicts.SPARSITY_CLAIM:g} %", measured=measured)
+
+
+def step_overhead(results, times, batch):
+    """Section 4.7: a focusing layer's training step at most FOCUS_OVERHEAD x a dense one's.
+    times: {"dense", "focus"}: seconds of each repetition (_lesson.interleaved_times)."""
+    fastest = {k: 1e3 * min(v) for k, v in times.items()}  # ms
+    ratio = fastest["focus"] / fastest["dense"]
+    median_ratio = float(np.median(times["focus"]) / np.median(times["dense"]))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"training step 784->800, best of {len(times['dense'])}: dense {fastest['dense']:.1f} ms, "
+          f"focus {fastest['focus']:.1f} ms; median ratio {median_ratio:.2f}x (load {load:.1f})")
+    results.add("training step time, focus / dense", f"{ratio:.2f}x (CPU, batch {batch})",
+                ratio <= verdicts.FOCUS_OVERHEAD,
+                rule=f"the fastest step's ratio is at most the top of the paper's range, "
+                     f"{verdicts.FOCUS_OVERHEAD:g}x", measured=f"median ratio {median_ratio:.2f}x")

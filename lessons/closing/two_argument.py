@@ -1,0 +1,54 @@
+"""Lesson 2's closing rows (lessons/closing/__init__.py says what each function does)."""
+import numpy as np
+
+from _lesson import stored
+from lessons import verdicts
+from lessons.trials import two_argument as trials
+from lessons.trials.two_argument import NAMES
+
+
+def session_one(results, runs, data):
+    """Session I fits the random map (the mean R^2 above FIT_R2); the store's session III
+    accuracies are printed beside. runs: {n_args: this run's session_trial results}."""
+    stored(trials, "two_argument-sessions", lambda s: NAMES[s["n_args"]],
+           lambda r: 100 * r["test3"], {}, "{:.2f}", f"session III test accuracy, % ({data})")
+    held = stored(trials, "two_argument-sessions", lambda s: NAMES[2] if s["n_args"] == 2 else None,
+                  lambda r: r["r2"], {NAMES[2]: "fits (Fig. 4b)"}, "{:.3f}",
+                  "session I R^2 of the random map")
+    r2s, source = verdicts.evidence(held.get(NAMES[2]), [r["r2"] for r in runs[2]])
+    r2 = float(np.mean(r2s))
+    results.add("session I fit of random map (R^2)", f"{r2:.3f} ({source}, n={len(r2s)})",
+                r2 > verdicts.FIT_R2, rule=f"mean R^2 above {verdicts.FIT_R2:g}",
+                measured=f"mean R^2 {r2:.3f} over {len(r2s)} runs ({source})")
+
+
+def learning_curves(results, sessions):
+    """Figure 4d: the 2-arg nets' mean validation curve above ReLU's in every epoch.
+    sessions: {"II", "III": {name: (mean curve, SD)}}."""
+    for session, curves in sessions.items():
+        two, relu = curves["2-arg"][0], curves["ReLU"][0]
+        both = min(len(two), len(relu))  # early stopping can end them at different epochs
+        ahead, gaps = int((two[:both] > relu[:both]).sum()), two[:both] - relu[:both]
+        results.add(f"epochs 2-arg above ReLU, session {session}", f"{ahead} of {both}",
+                    ahead == both,
+                    rule="the 2-arg nets' mean validation curve above ReLU's in every epoch both "
+                         "reach",
+                    measured=f"the mean curves' gap, 2-arg - ReLU, runs from {gaps.min():+.2f} to "
+                             f"{gaps.max():+.2f} points over the {both} epochs")
+
+
+def robust_increment(results, accuracy, data):
+    """Table 1: the 2-arg nets keep more accuracy under attack than ReLU's. accuracy:
+    {n_args: this run's accuracy under PGD at eps 0.3, per run}."""
+    held = stored(trials, "two_argument-robust", lambda s: NAMES[s["n_args"]],
+                  lambda r: 100 * r["pgd"][0], dict(zip(NAMES.values(), ("39.8", "22.9", "26.7"))),
+                  "{:.2f}", f"accuracy % under PGD at eps 0.3, adversarially trained ({data})")
+    here = {NAMES[n]: [100 * a for a in accs] for n, accs in accuracy.items()}
+    pgd, source = verdicts.evidence(held if len(held) == len(NAMES) else None, here)
+    increment = float(np.mean(pgd["2-arg"]) - np.mean(pgd["ReLU"]))
+    results.add("robust increment 2-arg - ReLU (eps .3)", f"{increment:+.2f} ({source})",
+                increment > 0,
+                rule="the mean accuracy under attack of the 2-arg nets above the ReLU nets', over "
+                     "the store's adversarially trained runs when it holds them all",
+                measured=f"2-arg {np.mean(pgd['2-arg']):.2f} % and ReLU {np.mean(pgd['ReLU']):.2f} "
+                         f"% under PGD at eps 0.3 ({source}, {len(pgd['ReLU'])} runs each)")
