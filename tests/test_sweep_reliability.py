@@ -515,3 +515,55 @@ def test_every_public_callable_checks_its_arguments_by_name(
         CALLS[callable_name](**kwargs)
     assert str(raised.value).startswith(f"sweep.{callable_name}: ")
     assert message in str(raised.value)
+
+
+SUSPENDED_TRIAL = '''
+import os, time
+
+
+def trial(settings):
+    with open(os.path.join({folder!r}, "started"), "a") as f:
+        f.write("x")
+    time.sleep(settings["sleep"])
+    return {{"slept": settings["sleep"]}}
+'''
+SUSPENDED = '''
+import dask
+from tinyunits import sweep
+from suspended_trial import trial
+
+# a short heartbeat limit stands in for Dask's 5 minutes (a laptop lid closed longer)
+with dask.config.set({{"distributed.scheduler.worker-ttl": "2s"}}):
+    print(sweep.run("s", trial, [{{"sleep": 3}}], store={store!r}, workers=1))
+'''
+
+
+def test_a_sweep_suspended_longer_than_dasks_heartbeat_limit_goes_on(tmp_path):
+    """The whole process group stopped (a laptop's suspend, kill -STOP) for longer than
+    Dask's worker heartbeat limit, then resumed: the local cluster keeps its worker and
+    the trial, which finishes once; its worker used to be declared dead on waking (the
+    trial tried again, or the run hung with no worker left)."""
+    pytest.importorskip("distributed")
+    import signal
+    import subprocess
+    (tmp_path / "suspended_trial.py").write_text(SUSPENDED_TRIAL.format(folder=str(tmp_path)))
+    script = tmp_path / "suspended.py"
+    script.write_text(SUSPENDED.format(store=str(tmp_path / "s.sqlite")))
+    child = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, start_new_session=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, str(tmp_path)])))
+    try:
+        deadline = time.time() + 120
+        while not (tmp_path / "started").exists() and time.time() < deadline:
+            time.sleep(0.2)
+        assert (tmp_path / "started").exists(), child.communicate(timeout=10)
+        os.killpg(child.pid, signal.SIGSTOP)
+        time.sleep(6)
+        os.killpg(child.pid, signal.SIGCONT)
+        out, err = child.communicate(timeout=90)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+    assert child.returncode == 0, err[-2000:]
+    assert out.strip().splitlines()[-1] == "[{'slept': 3}]", err[-2000:]
+    assert (tmp_path / "started").read_text() == "x"  # ran once: not tried again

@@ -40,7 +40,9 @@ Where the trials run:
   worker runs BLAS on one thread (OMP/OPENBLAS/MKL_NUM_THREADS=1: OpenBLAS on two
   threads sums some products in another order, so its numbers would depend on the
   machine) and tinyunits' own threaded pieces, which give the same numbers at any
-  thread count, on its share of the cores (TINYUNITS_NUM_THREADS = cores // N);
+  thread count, on its share of the cores (TINYUNITS_NUM_THREADS = cores // N).
+  Its workers have no heartbeat limit: a machine that sleeps (a closed laptop,
+  `kill -STOP`) keeps them and their running trials when it wakes;
 - ``scheduler="tcp://host:8786"``: an existing Dask cluster (SSH, an HPC queue
   via dask-jobqueue, Kubernetes). Its workers must be able to import tinyunits
   and the trial function's module (start them from a checkout, with the
@@ -765,7 +767,12 @@ def _dask(fn, todo, report, workers, scheduler, timeout):
             # hands freed memory back to the OS at once, so every step pays page
             # faults again (lesson 5's random trials ran twice as slow with it).
             environ = worker_environ(workers)
-            stack.enter_context(dask.config.set({"distributed.nanny.pre-spawn-environ": environ}))
+            # No heartbeat limit for workers of our own: after the machine has slept (a
+            # laptop's suspend, kill -STOP) longer than it (5 minutes), the scheduler
+            # declared them dead on waking, failed their trials and the run hung with
+            # none left. A worker that hangs is what timeout= is for.
+            stack.enter_context(dask.config.set({"distributed.nanny.pre-spawn-environ": environ,
+                                                 "distributed.scheduler.worker-ttl": None}))
             # Dask lets this process's own variables win over that setting (a user's
             # OMP_NUM_THREADS=8, or TINYUNITS_NUM_THREADS set by an earlier call): the
             # workers must have theirs, so they are this process's while they spawn
