@@ -121,24 +121,48 @@ def cube_trial(settings):
     return {"y": settings["x"] ** 3}
 
 
-def test_stored_rows_print_whole_groups_stale_ones_and_ones_not_run(tmp_path, monkeypatch, capsys):
-    trials = [dict(group=g, x=x) for g in "abcd" for x in (1, 2)]
+def test_stored_rows_print_whole_groups_stale_ones_partial_ones_and_ones_not_run(
+        tmp_path, monkeypatch, capsys):
+    trials = [dict(group=g, x=x) for g in "abcd" for x in (1, 2, 3)]
     store = str(tmp_path / "store.sqlite")
-    sweep.run("toy", square_trial, trials[:4], store=store)  # a and b, by older code
-    with pytest.warns(RuntimeWarning, match="other code"):
-        sweep.run("toy", cube_trial, trials[:2] + trials[6:7], store=store)  # a again; 1 of d
+    sweep.run("toy", square_trial, trials[:6], store=store)  # a and b, by older code
+    with pytest.warns(RuntimeWarning, match="other code"):  # a again; 2 of d's 3
+        sweep.run("toy", cube_trial, trials[:3] + trials[9:11], store=store)
     module = types.SimpleNamespace(grids=lambda mode: {"toy": (cube_trial, trials)})
     monkeypatch.setattr(_lesson, "STORE", store)
     whole = _lesson.stored(module, "toy", lambda s: s["group"], lambda r: r["y"],
-                           {"a": "4.5 (paper)"}, "{:.2f}", "y")
+                           {"a": "12 (paper)", "d": "4.5 (paper)"}, "{:.2f}", "y")
     lines = capsys.readouterr().out.splitlines()
-    assert whole == {"a": [1, 8]}
+    assert whole == {"a": [1, 8, 27]}  # a verdict reads no partial group
     row = {line.split()[0]: line for line in lines[2:-1]}
-    assert lines[-1].startswith("(3 of 8 trials stored from the current code: ")
-    assert row["a"].split() == ["a", "2", "4.50", "+-", "4.95", "1.00", "-", "8.00", "4.5", "(paper)"]
-    assert "STALE: 2 of 2 rows" in row["b"] and "4.50" not in row["b"]
-    assert row["c"].endswith("not run yet (0 of 2 trials)")
-    assert row["d"].endswith("not run yet (1 of 2 trials)")
+    assert lines[-1].startswith("(5 of 12 trials stored from the current code: ")
+    assert row["a"].split() == ["a", "3", "12.00", "+-", "13.45", "1.00", "-", "27.00", "12",
+                                "(paper)"]
+    assert "STALE: 3 of 3 rows" in row["b"] and "12.00" not in row["b"]
+    assert row["c"].endswith("not run yet (0 of 3 trials)")
+    assert row["d"].split() == ["d", "2", "4.50", "+-", "4.95", "1.00", "-", "8.00", "(partial:",
+                                "2", "of", "3", "trials)", "4.5", "(paper)"]
+
+
+def test_stored_rows_of_several_quantities_are_one_table(tmp_path, monkeypatch, capsys):
+    """Lesson 5 printed two tables of the same sweep, one per quantity its verdict reads."""
+    trials = [dict(group=g, x=x) for g in "ab" for x in (1, 2)]
+    store = str(tmp_path / "store.sqlite")
+    sweep.run("toy", cube_trial, trials[:3], store=store)
+    module = types.SimpleNamespace(grids=lambda mode: {"toy": (cube_trial, trials)})
+    monkeypatch.setattr(_lesson, "STORE", store)
+    whole = _lesson.stored(module, "toy", lambda s: s["group"],
+                           {"y": lambda r: r["y"], "-y": lambda r: -r["y"]},
+                           {("a", "y"): "4.5 (paper)"}, "{:.2f}", "y and -y")
+    lines = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("Paper-scale rows of 'toy'") for line in lines) == 1
+    assert whole == {("a", "y"): [1, 8], ("a", "-y"): [-1, -8]}
+    rows = [line.split() for line in lines[2:-1]]
+    assert [row[:2] for row in rows] == [["a,", "y"], ["a,", "-y"], ["b,", "y"], ["b,", "-y"]]
+    assert rows[0][2:] == ["2", "4.50", "+-", "4.95", "1.00", "-", "8.00", "4.5", "(paper)"]
+    assert rows[3][2:] == ["1", "-1.00", "+-", "0.00", "-1.00", "-", "-1.00", "(partial:", "1",
+                           "of", "2", "trials)"]
+    assert lines[-1].startswith("(3 of 4 trials stored from the current code: ")
 
 
 def test_stored_rows_without_a_store_say_nothing_is_run(tmp_path, monkeypatch, capsys):
