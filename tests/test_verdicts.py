@@ -195,3 +195,59 @@ def test_figure_4_rules():
     assert verdicts.reaches_paper("hannet", 0.97) and not verdicts.reaches_paper("hannet", 0.969)
     assert verdicts.reaches_paper("fcnet", 0.844) and verdicts.reaches_paper("fcnet", 0.89)
     assert not verdicts.reaches_paper("fcnet", 0.603) and not verdicts.reaches_paper("fcnet", 0.893)
+
+
+def test_doubling_gains_compare_mean_log_mses_with_the_baselines():
+    mse = {(200, "base w"): [0.5, 2.0], (200, "DAC w/sqrt2"): [0.5, 0.5],
+           (200, "DAC w"): [0.25, 1.0], (200, "base w*sqrt2"): [1.0, 1.0]}
+    same, by_biases, by_weights = verdicts.doubling_gains(mse, 200)
+    assert verdicts.mean_log([0.5, 2.0]) == pytest.approx(0.0)  # geometric mean 1
+    assert same == pytest.approx(math.log(0.5))
+    assert by_biases == pytest.approx(math.log(0.5)) and by_weights == pytest.approx(0.0)
+
+
+def _regression_rows(monkeypatch, held_whole):
+    """Lesson 1's Figs 3-4 rows from this run's MSEs (the DAC twin worse, weights better than
+    biases) and a store (the other way round) that holds every trial of dac-widths, or all
+    but one net's seeds."""
+    from lessons.closing import dac as closing
+    from lessons.trials import dac as trials
+
+    def test_mse(s):
+        return (0.5 if s["dac"] else 1.0) * 100 / s["width"] * (1 + 0.01 * s["seed"])
+
+    def stored(module, name, by, value, *args):
+        groups = {}
+        for s in module.grids("full")[name][1]:
+            groups.setdefault(by(s), []).append(value({"test_mse": test_mse(s)}))
+        if not held_whole:
+            groups.popitem()
+        return groups
+
+    monkeypatch.setattr(closing, "stored", stored)
+    here = {(w, net): (mse, 0) for w in (16, 32) for net, mse in (
+        ("base w", 1.0), ("DAC w/sqrt2", 1.2), ("DAC w", 0.95), ("base w*sqrt2", 0.9))}
+    results = _lesson.Results("paper", claims=trials.PAPER)
+    closing.regression(results, here, "toy data", "quick")
+    return {what: (ours, holds, rule) for what, _, ours, holds, _, rule in results}
+
+
+def test_figures_3_and_4_read_the_stores_seeds_when_it_holds_them_all(monkeypatch, capsys):
+    """Lesson 1's Figs 3-4 verdicts read only this run's numbers, though the store's
+    dac-widths rows were printed beside them."""
+    rows = _regression_rows(monkeypatch, held_whole=True)
+    ours, holds, rule = rows["Fig 3, same params: DAC vs base"]
+    assert ours == f"w=200: {math.log(0.5 * 200 / 141):+.2f} nats (store)" and holds
+    assert "the store's 80 trials of dac-widths when it holds them all" in rule
+    ours, holds, _ = rows["Fig 4, x2 params: biases vs weights"]
+    assert ours == f"w=200: {math.log(0.5):+.2f} vs {math.log(200 / 283):+.2f} nats (store)"
+    assert holds
+
+
+def test_figures_3_and_4_read_this_run_when_the_store_lacks_a_net(monkeypatch, capsys):
+    rows = _regression_rows(monkeypatch, held_whole=False)
+    ours, holds, _ = rows["Fig 3, same params: DAC vs base"]
+    assert ours == f"w=32: {math.log(1.2):+.2f} nats (this run)" and not holds
+    ours, holds, _ = rows["Fig 4, x2 params: biases vs weights"]
+    assert ours == f"w=32: {math.log(0.95):+.2f} vs {math.log(0.9):+.2f} nats (this run)"
+    assert not holds
