@@ -170,7 +170,7 @@ for t, r in zip(trials, grid("two_argument-sessions", session_trial, trials)):
           f"{100 * r['test2']:.2f} %, session III {100 * r['test3']:.2f} % "
           f"({len(r['curve2'])} and {len(r['curve3'])} epochs)")
 figure(plots.session_one(runs[2][0]["session1"], runs[1][0]["session1"]), "session1_pretraining.png")
-closing.session_one(results, runs, DATA)  # the store's rows too
+closing.session_one(results, runs, DATA, SIZE)  # the store's rows too
 frozen_ok = all(r["unchanged"] for n in (1, 2) for r in runs[n])
 results.add("inner nets unchanged by session III", "all" if frozen_ok else "NOT all", frozen_ok,
             rule="every inner parameter equal, bit for bit")
@@ -330,6 +330,12 @@ results.add("negative curvature, Xavier-random f", f"{sum(k < 0 for k in xavier)
 # needs, so the input is a tensor with requires_grad=True. eps = 0.3 on the
 # [0, 1] pixel scale (0.6 on our [-1, 1] scale) is the paper's MNIST setting; we
 # add eps = 0.1. Each run attacked its session-III model on the first test images.
+#
+# Which models are attacked depends on the mode: --full (and --tiny, briefly)
+# trains session III adversarially (`ROBUST`), --quick attacks the clean-trained
+# runs above. The closing row's rule, the 2-arg nets' mean accuracy under attack
+# at eps 0.3 above the ReLU nets', reads the store's adversarially trained runs
+# when it holds all of them, else this run's, and says which it compared.
 
 # %%
 if ROBUST[SIZE]:  # --full: the same runs with session III trained adversarially (Madry et al.)
@@ -343,7 +349,7 @@ robust = {eps: {n: [r["pgd"][i] for r in attacked[n]] for n in NAMES}
           for i, eps in enumerate(EPSILONS)}  # eps -> n_args -> accuracy of each run
 print(f"PGD-{S['attack_steps']} (AutoAttack is not available) on {S['attack_images']} test images:")
 results.add("l_inf eps=0.3 acc. 2-arg/1-arg/ReLU", per_model(robust[0.3]), None)
-closing.robust_increment(results, robust[0.3], DATA)  # the store's rows too
+closing.robust_increment(results, robust[0.3], DATA, ROBUST[SIZE])  # the store's rows too
 results.add("l_inf eps=0.1 acc. 2-arg/1-arg/ReLU", per_model(robust[0.1]), None)
 
 # %% [markdown]

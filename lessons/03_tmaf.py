@@ -392,7 +392,10 @@ closing.table_33(results, accuracy, DATASET, n_test, img_epochs)  # the store's 
 # (`verdicts.comparable_cost`) reads both: "yes" if the lower bound and the
 # direct ratio are within 1.5 x, NO if the lower bound is above it, "unclear"
 # if only the lower bound is within (the activation alone costs several times
-# ReLU's; the closing table prints by how much).
+# ReLU's; the closing table prints by how much). Where that time goes,
+# `trials.tmaf_parts` measures: it times the diagonal layer's own steps apart,
+# counting the bins (one comparison per breakpoint), looking up the levels, and
+# the bincount that sums the level gradients (B2).
 
 # %%
 steps, repeats, width = S["cost"]

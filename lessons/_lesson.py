@@ -110,12 +110,14 @@ def paper_sweep(module):
 def stored(module, name, by, value, paper=None, fmt="{:.3f}", what=""):
     """Print the paper-scale rows of sweep `name` that STORE holds, next to this run's:
     per group of trials (by(settings) -> label; None leaves a trial out), n, mean +- std, min - max of
-    value(result) (what it is: `what`), and paper[label], the paper's number. The trials and their function
-    are the --full ones: module.grids("full")[name], or module's paper sweep (SWEEP,
-    TRIAL, paper_trials()). A group the store holds from other code than the trial
-    function's is printed as STALE, one it does not hold whole as "not run yet".
+    value(result) (what it is: `what`), and paper[label], the paper's number. value may be
+    {quantity: function} instead: one table, a row per (label, quantity), keyed so in paper and
+    in what this returns. The trials and their function are the --full ones:
+    module.grids("full")[name], or module's paper sweep (SWEEP, TRIAL, paper_trials()). A group
+    the store holds from other code than the trial function's is printed as STALE, one it holds
+    in part with the trials it holds, marked partial, one it holds none of as "not run yet".
     -> {label: [values]} of the groups held whole from the current code (what a
-    verdict should read before this run's one draw)."""
+    verdict should read before this run's one draw; a partial group is not among them)."""
     from tinyunits import sweep
     full = module.grids("full") if hasattr(module, "grids") else {}
     fn, trials = full[name] if name in full else (module.TRIAL, module.paper_trials())
@@ -131,41 +133,52 @@ def store_table(rows, trials, by, value, paper, fmt):
     """stored()'s table from rows (sweep.load with fn: each row says whether it is
     stale) -> (lines, {label: values of the groups held whole and current})."""
     from tinyunits import sweep
-    wanted, groups, seconds = {}, {}, 0.0
+    quantities = value if isinstance(value, dict) else {None: value}
+    cell = lambda label, quantity: label if quantity is None else (label, quantity)  # noqa: E731
+    wanted, groups, held, seconds = {}, {}, 0, 0.0
     for settings in trials:
         label = by(settings)
         if label is None:  # a trial this table leaves out
             continue
         wanted[sweep.trial_key(settings)] = label
-        groups.setdefault(label, dict(expected=0, current=[], stale=0))["expected"] += 1
+        for quantity in quantities:
+            groups.setdefault(cell(label, quantity), dict(expected=0, current=[], stale=0))[
+                "expected"] += 1
     for row in rows:
         label = wanted.get(sweep.trial_key(row["settings"]))
-        if label is not None and row["status"] == "done":
+        if label is None or row["status"] != "done":
+            continue
+        for quantity, of in quantities.items():
+            g = groups[cell(label, quantity)]
             if row["stale"]:
-                groups[label]["stale"] += 1
+                g["stale"] += 1
             else:
-                groups[label]["current"].append(value(row["result"]))
-                seconds += row["seconds"] or 0.0
-    width = max(len(str(label)) for label in groups) + 2
+                g["current"].append(of(row["result"]))
+        if not row["stale"]:
+            held += 1
+            seconds += row["seconds"] or 0.0
+    text = {key: ", ".join(map(str, key)) if isinstance(key, tuple) else str(key) for key in groups}
+    width = max(map(len, text.values())) + 2
     lines = [f"{'':<{width}}{'n':>4}  {'mean +- std':<22}{'min - max':<22}paper"]
     whole = {}
-    for label, g in groups.items():
+    for key, g in groups.items():
         n, expected, values = len(g["current"]), g["expected"], g["current"]
-        head = f"{str(label):<{width}}"
-        if n == expected:
-            whole[label] = values
+        head = f"{text[key]:<{width}}"
+        if g["stale"]:
+            lines.append(f"{head}STALE: {g['stale']} of {expected} rows computed by other code "
+                         f"than the trial function's now ({n} current); not shown")
+        elif n == 0:
+            lines.append(f"{head}not run yet (0 of {expected} trials)")
+        else:  # whole, or partial: what a sweep stopped half-way holds is still measured
+            if n == expected:
+                whole[key] = values
             mean = sum(values) / n
             std = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5 if n > 1 else 0.0
             spread = f"{fmt.format(mean)} +- {fmt.replace('+', '').format(std)}"  # std: no sign
+            partial = "" if n == expected else f"(partial: {n} of {expected} trials) "
             lines.append(f"{head}{n:>4}  {spread:<22}"
                          f"{fmt.format(min(values)) + ' - ' + fmt.format(max(values)):<22}"
-                         f"{paper.get(label, '')}")
-        elif g["stale"]:
-            lines.append(f"{head}STALE: {g['stale']} of {expected} rows computed by other code "
-                         f"than the trial function's now ({n} current); not shown")
-        else:
-            lines.append(f"{head}not run yet ({n} of {expected} trials)")
-    held = sum(len(g["current"]) for g in groups.values())
+                         f"{partial}{paper.get(key, '')}".rstrip())
     lines.append(f"({held} of {len(wanted)} trials stored from the current code: "
                  f"{seconds / 3600:.2f} h of trial time)")
     return lines, whole

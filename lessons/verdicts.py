@@ -39,6 +39,21 @@ def counts(groups, labels):
 EXACT_FIT = 1e-3
 
 
+# Lesson 1, Figures 3 and 4: test MSEs are compared on the log scale the paper plots, as the
+# mean log-MSE over seeds (one seed: its log-MSE).
+def mean_log(values) -> float:
+    return sum(math.log(v) for v in values) / len(values)
+
+
+def doubling_gains(mse, w) -> tuple:
+    """Figures 3 and 4 at baseline width w. mse: {(w, net): test MSEs over seeds}, net one of
+    lesson 1's "base w", "DAC w/sqrt2", "base w*sqrt2", "DAC w". -> (the DAC twin at the
+    same parameters, doubling by biases, doubling by weights): each one's mean log-MSE minus
+    the baseline's, in nats (below 0: lower MSE than the baseline)."""
+    base = mean_log(mse[w, "base w"])
+    return tuple(mean_log(mse[w, net]) - base for net in ("DAC w/sqrt2", "DAC w", "base w*sqrt2"))
+
+
 # Lesson 2: session I fits the random map, and f takes its shape early (Figure 5).
 FIT_R2 = 0.9  # a session I fit "fits" the map above this R^2
 SETTLED = 0.9  # f has "settled" when its correlation with the final f is above this

@@ -36,12 +36,14 @@ def test_lesson_runs_in_tiny_mode(lesson, tiny):
     assert list(out.glob("*.png")), f"{lesson.name} wrote no figure to {out}"
 
 
-def test_05_focusing_prints_the_stored_random_trials_once(tiny):
+def test_05_focusing_prints_each_stored_sweep_once(tiny):
     run, _ = tiny(ROOT / "lessons" / "05_focusing.py")
     assert run.returncode == 0, run.stderr[-3000:]
     for sets in ("noisy", "clean"):  # one row per kind of set, from one table
         rows = re.findall(rf"^{sets}\s+(?:\d|not run yet|STALE)", run.stdout, re.MULTILINE)
         assert len(rows) == 1, f"the {sets} sets' stored row is printed {len(rows)} times"
+    tables = run.stdout.count("Paper-scale rows of 'focusing-ltf'")
+    assert tables == 1, f"the focusing-ltf sweep's stored rows are printed in {tables} tables"
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])

@@ -121,24 +121,48 @@ def cube_trial(settings):
     return {"y": settings["x"] ** 3}
 
 
-def test_stored_rows_print_whole_groups_stale_ones_and_ones_not_run(tmp_path, monkeypatch, capsys):
-    trials = [dict(group=g, x=x) for g in "abcd" for x in (1, 2)]
+def test_stored_rows_print_whole_groups_stale_ones_partial_ones_and_ones_not_run(
+        tmp_path, monkeypatch, capsys):
+    trials = [dict(group=g, x=x) for g in "abcd" for x in (1, 2, 3)]
     store = str(tmp_path / "store.sqlite")
-    sweep.run("toy", square_trial, trials[:4], store=store)  # a and b, by older code
-    with pytest.warns(RuntimeWarning, match="other code"):
-        sweep.run("toy", cube_trial, trials[:2] + trials[6:7], store=store)  # a again; 1 of d
+    sweep.run("toy", square_trial, trials[:6], store=store)  # a and b, by older code
+    with pytest.warns(RuntimeWarning, match="other code"):  # a again; 2 of d's 3
+        sweep.run("toy", cube_trial, trials[:3] + trials[9:11], store=store)
     module = types.SimpleNamespace(grids=lambda mode: {"toy": (cube_trial, trials)})
     monkeypatch.setattr(_lesson, "STORE", store)
     whole = _lesson.stored(module, "toy", lambda s: s["group"], lambda r: r["y"],
-                           {"a": "4.5 (paper)"}, "{:.2f}", "y")
+                           {"a": "12 (paper)", "d": "4.5 (paper)"}, "{:.2f}", "y")
     lines = capsys.readouterr().out.splitlines()
-    assert whole == {"a": [1, 8]}
+    assert whole == {"a": [1, 8, 27]}  # a verdict reads no partial group
     row = {line.split()[0]: line for line in lines[2:-1]}
-    assert lines[-1].startswith("(3 of 8 trials stored from the current code: ")
-    assert row["a"].split() == ["a", "2", "4.50", "+-", "4.95", "1.00", "-", "8.00", "4.5", "(paper)"]
-    assert "STALE: 2 of 2 rows" in row["b"] and "4.50" not in row["b"]
-    assert row["c"].endswith("not run yet (0 of 2 trials)")
-    assert row["d"].endswith("not run yet (1 of 2 trials)")
+    assert lines[-1].startswith("(5 of 12 trials stored from the current code: ")
+    assert row["a"].split() == ["a", "3", "12.00", "+-", "13.45", "1.00", "-", "27.00", "12",
+                                "(paper)"]
+    assert "STALE: 3 of 3 rows" in row["b"] and "12.00" not in row["b"]
+    assert row["c"].endswith("not run yet (0 of 3 trials)")
+    assert row["d"].split() == ["d", "2", "4.50", "+-", "4.95", "1.00", "-", "8.00", "(partial:",
+                                "2", "of", "3", "trials)", "4.5", "(paper)"]
+
+
+def test_stored_rows_of_several_quantities_are_one_table(tmp_path, monkeypatch, capsys):
+    """Lesson 5 printed two tables of the same sweep, one per quantity its verdict reads."""
+    trials = [dict(group=g, x=x) for g in "ab" for x in (1, 2)]
+    store = str(tmp_path / "store.sqlite")
+    sweep.run("toy", cube_trial, trials[:3], store=store)
+    module = types.SimpleNamespace(grids=lambda mode: {"toy": (cube_trial, trials)})
+    monkeypatch.setattr(_lesson, "STORE", store)
+    whole = _lesson.stored(module, "toy", lambda s: s["group"],
+                           {"y": lambda r: r["y"], "-y": lambda r: -r["y"]},
+                           {("a", "y"): "4.5 (paper)"}, "{:.2f}", "y and -y")
+    lines = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("Paper-scale rows of 'toy'") for line in lines) == 1
+    assert whole == {("a", "y"): [1, 8], ("a", "-y"): [-1, -8]}
+    rows = [line.split() for line in lines[2:-1]]
+    assert [row[:2] for row in rows] == [["a,", "y"], ["a,", "-y"], ["b,", "y"], ["b,", "-y"]]
+    assert rows[0][2:] == ["2", "4.50", "+-", "4.95", "1.00", "-", "8.00", "4.5", "(paper)"]
+    assert rows[3][2:] == ["1", "-1.00", "+-", "0.00", "-1.00", "-", "-1.00", "(partial:", "1",
+                           "of", "2", "trials)"]
+    assert lines[-1].startswith("(3 of 4 trials stored from the current code: ")
 
 
 def test_stored_rows_without_a_store_say_nothing_is_run(tmp_path, monkeypatch, capsys):
@@ -171,3 +195,59 @@ def test_figure_4_rules():
     assert verdicts.reaches_paper("hannet", 0.97) and not verdicts.reaches_paper("hannet", 0.969)
     assert verdicts.reaches_paper("fcnet", 0.844) and verdicts.reaches_paper("fcnet", 0.89)
     assert not verdicts.reaches_paper("fcnet", 0.603) and not verdicts.reaches_paper("fcnet", 0.893)
+
+
+def test_doubling_gains_compare_mean_log_mses_with_the_baselines():
+    mse = {(200, "base w"): [0.5, 2.0], (200, "DAC w/sqrt2"): [0.5, 0.5],
+           (200, "DAC w"): [0.25, 1.0], (200, "base w*sqrt2"): [1.0, 1.0]}
+    same, by_biases, by_weights = verdicts.doubling_gains(mse, 200)
+    assert verdicts.mean_log([0.5, 2.0]) == pytest.approx(0.0)  # geometric mean 1
+    assert same == pytest.approx(math.log(0.5))
+    assert by_biases == pytest.approx(math.log(0.5)) and by_weights == pytest.approx(0.0)
+
+
+def _regression_rows(monkeypatch, held_whole):
+    """Lesson 1's Figs 3-4 rows from this run's MSEs (the DAC twin worse, weights better than
+    biases) and a store (the other way round) that holds every trial of dac-widths, or all
+    but one net's seeds."""
+    from lessons.closing import dac as closing
+    from lessons.trials import dac as trials
+
+    def test_mse(s):
+        return (0.5 if s["dac"] else 1.0) * 100 / s["width"] * (1 + 0.01 * s["seed"])
+
+    def stored(module, name, by, value, *args):
+        groups = {}
+        for s in module.grids("full")[name][1]:
+            groups.setdefault(by(s), []).append(value({"test_mse": test_mse(s)}))
+        if not held_whole:
+            groups.popitem()
+        return groups
+
+    monkeypatch.setattr(closing, "stored", stored)
+    here = {(w, net): (mse, 0) for w in (16, 32) for net, mse in (
+        ("base w", 1.0), ("DAC w/sqrt2", 1.2), ("DAC w", 0.95), ("base w*sqrt2", 0.9))}
+    results = _lesson.Results("paper", claims=trials.PAPER)
+    closing.regression(results, here, "toy data", "quick")
+    return {what: (ours, holds, rule) for what, _, ours, holds, _, rule in results}
+
+
+def test_figures_3_and_4_read_the_stores_seeds_when_it_holds_them_all(monkeypatch, capsys):
+    """Lesson 1's Figs 3-4 verdicts read only this run's numbers, though the store's
+    dac-widths rows were printed beside them."""
+    rows = _regression_rows(monkeypatch, held_whole=True)
+    ours, holds, rule = rows["Fig 3, same params: DAC vs base"]
+    assert ours == f"w=200: {math.log(0.5 * 200 / 141):+.2f} nats (store)" and holds
+    assert "the store's 80 trials of dac-widths when it holds them all" in rule
+    ours, holds, _ = rows["Fig 4, x2 params: biases vs weights"]
+    assert ours == f"w=200: {math.log(0.5):+.2f} vs {math.log(200 / 283):+.2f} nats (store)"
+    assert holds
+
+
+def test_figures_3_and_4_read_this_run_when_the_store_lacks_a_net(monkeypatch, capsys):
+    rows = _regression_rows(monkeypatch, held_whole=False)
+    ours, holds, _ = rows["Fig 3, same params: DAC vs base"]
+    assert ours == f"w=32: {math.log(1.2):+.2f} nats (this run)" and not holds
+    ours, holds, _ = rows["Fig 4, x2 params: biases vs weights"]
+    assert ours == f"w=32: {math.log(0.95):+.2f} vs {math.log(0.9):+.2f} nats (this run)"
+    assert not holds

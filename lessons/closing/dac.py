@@ -1,9 +1,13 @@
 """Lesson 1's closing rows (lessons/closing/__init__.py says what each function does)."""
+import math
+
 import numpy as np
 
 from _lesson import stored
 from lessons import verdicts
 from lessons.trials import dac as trials
+
+_READS = "the store's seeds when it holds them all, else this run's"  # which evidence a rule reads
 
 
 def figure_7a(results, hand_ok, runs, seeds):
@@ -18,11 +22,11 @@ def figure_7a(results, hand_ok, runs, seeds):
         (*(sum(r["separates"] for r in rs) for rs in runs.values()), seeds))
     results.add("Fig 7a: 1 DAC unit separates", f"hand {hand_ok}; learned {dac_wins}/{n} ({source})",
                 hand_ok and dac_wins > 0, rule="the hand-set unit separates, and a trained one does "
-                "from at least one seed (the store's seeds when it holds them all)",
+                f"from at least one seed ({_READS})",
                 measured=f"the hand-set unit separates: {hand_ok}; {dac_wins} of {n} trained "
                          f"ones do ({source})")
     results.add("Fig 7a: 1 standard unit cannot", f"learned {std_wins}/{n} ({source})",
-                std_wins == 0, rule="no seed's trained standard unit separates",
+                std_wins == 0, rule=f"no seed's trained standard unit separates ({_READS})",
                 measured=f"{std_wins} of {n} trained standard units separate ({source})")
 
 
@@ -36,14 +40,17 @@ def figure_7b(results, hand_ok, runs, seeds, steps):
     (dac2, std2, std4, n), source = verdicts.evidence(  # seeds at 100 %
         verdicts.counts(held, list(runs)),
         (*(sum(r["accuracy"] == 1.0 for r in rs) for rs in runs.values()), seeds))
+    if source == "store":  # --full's runs: 7b trains three times Figure 7a's steps
+        steps = 3 * trials.SIZES["full"]["figure7"][1]
     results.add("Fig 7b: 2 DAC units can", f"hand {hand_ok}; learned {dac2}/{n} ({source})",
                 hand_ok and dac2 > 0, rule="the hand-set net separates, and a trained one reaches "
-                "100 % from at least one seed (the store's seeds when it holds them all)",
+                f"100 % from at least one seed ({_READS})",
                 measured=f"{dac2} of {n} seeds reach 100 % ({source}, {steps} steps)")
     results.add("Fig 7b: 2 standard cannot, 4 can", f"{std2} / {std4} of {n} ({source})",
-                std2 == 0 and std4 > 0, rule="no seed of 2 standard units reaches 100 %, at least "
-                "one of 4 does", measured=f"{std2} of {n} seeds of 2 standard units and {std4} of "
-                f"4 reach 100 % ({source}, {steps} steps)")
+                std2 == 0 and std4 > 0,
+                rule=f"no seed of 2 standard units reaches 100 %, at least one of 4 does ({_READS})",
+                measured=f"{std2} of {n} seeds of 2 standard units and {std4} of 4 reach 100 % "
+                         f"({source}, {steps} steps)")
 
 
 def theorem_c1(results, k, errors, n_params, exact_err, two_exact_err, mode):
@@ -68,12 +75,13 @@ def theorem_c1(results, k, errors, n_params, exact_err, two_exact_err, mode):
                 f"{exact[dac_name]}/{len(fits[dac_name])} ({source})",
                 n_params[dac_name] == 2 * k and exact_err < 1e-5 and exact[dac_name] > 0,
                 rule=f"2k parameters rebuild PL_k to rounding (< 1e-5), and training reaches an "
-                     f"error below {verdicts.EXACT_FIT:g} on at least one target",
+                     f"error below {verdicts.EXACT_FIT:g} on at least one target ({_READS})",
                 measured=f"Adam reaches an error below {verdicts.EXACT_FIT:g} on "
                          f"{exact[dac_name]} of {len(fits[dac_name])} random PL_{k_fitted} "
                          f"({source}); median error {np.median(fits[dac_name]):.2g}")
     results.add("Thm C.1(2): 1 layer cannot", f"min err {min(fits[one_name]):.2f} ({source})",
-                exact[one_name] == 0, rule=f"no fit reaches an error below {verdicts.EXACT_FIT:g}",
+                exact[one_name] == 0,
+                rule=f"no fit reaches an error below {verdicts.EXACT_FIT:g} ({_READS})",
                 measured=f"{exact[one_name]} of {len(fits[one_name])} one-layer fits reach an error "
                          f"below {verdicts.EXACT_FIT:g} ({source}; least {min(fits[one_name]):.2g})")
     results.add("Thm C.1(3): 2 layers need 3k+1", f"{n_params[two_name]} p.: exact "
@@ -81,7 +89,7 @@ def theorem_c1(results, k, errors, n_params, exact_err, two_exact_err, mode):
                 f"{len(fits[small_name])} ({source})",
                 n_params[two_name] == 3 * k + 1 and two_exact_err < 1e-5 and exact[small_name] == 0,
                 rule=f"3k+1 parameters rebuild PL_k (< 1e-5), and no fit with fewer hidden units "
-                     f"reaches an error below {verdicts.EXACT_FIT:g}",
+                     f"reaches an error below {verdicts.EXACT_FIT:g} ({_READS})",
                 measured=f"the 3k+1 construction's error {two_exact_err:.0e}; {exact[small_name]} "
                          f"of {len(fits[small_name])} fits with {n_params[small_name]} parameters "
                          f"reach an error below {verdicts.EXACT_FIT:g} ({source})")
@@ -105,27 +113,44 @@ def vgg(results, runs, settings):
     results.add("VGG test error: base - DAC (F-MNIST)", f"{base_err:.2f} - {dac_err:.2f} = "
                 f"{gap:+.2f} % ({source})", verdicts.gain(gap, 0.65, se),
                 rule=f"the gap counts above {verdicts.NOISE_SE:g} standard errors of {se:.2f} pts; "
-                     "yes if it counts and reaches half the paper's, partly if it counts, else NO",
+                     "yes if it counts and reaches half the paper's, partly if it counts, else NO "
+                     f"({_READS})",
                 measured=f"our gap {gap:+.2f} pts is {gap / se:+.1f} standard errors of {se:.2f} "
                          f"pts ({source})")
 
 
-def regression(results, mse, gain_w, gain_b, widths, data):
-    """Figures 3 and 4 at the largest width w: the DAC twin below the baseline at the same
-    parameters, and doubling by biases lowering the log-MSE more than doubling by weights.
-    mse: {(w, net): (test MSE, ...)}; gain_w, gain_b: log-MSE changes per w. (The store's
-    rows are printed beside; the verdict reads this run's.)"""
-    stored(trials, "dac-widths", lambda s: f"{'DAC' if s['dac'] else 'base'} width {s['width']}",
-           lambda r: r["test_mse"], {}, "{:.4f}", f"test MSE ({data})")
-    w = widths[-1]
-    dac_mse, base_mse = mse[w, "DAC w/sqrt2"][0], mse[w, "base w"][0]
-    results.add("Fig 3, same params: DAC vs base", f"w={w}: {dac_mse:.4f} vs {base_mse:.4f}",
-                dac_mse < base_mse, rule="the DAC twin's test MSE below the baseline's at the largest w",
-                measured=f"at w={w} the DAC twin's test MSE is {dac_mse / base_mse:.2f}x the "
-                         "baseline's")
+def regression(results, mse, data, mode):
+    """Figures 3 and 4 at the largest baseline width w: the DAC twin below the baseline at the
+    same parameters, and doubling by biases lowering the log-MSE more than doubling by weights.
+    mse: {(w, net): (this run's test MSE, parameters)}, net as trials.variants names them;
+    mode: this run's (for the scale a reason cites)."""
+    def group(width, dac):  # the store's table: one row per net, over its seeds
+        return f"{'DAC' if dac else 'base'} width {width}"
+
+    held = stored(trials, "dac-widths", lambda s: group(s["width"], s["dac"]),
+                  lambda r: r["test_mse"], {}, "{:.4f}", f"test MSE ({data})")
+    full = trials.SIZES["full"]
+    nets = {(w, net): group(width, dac) for w in full["mlp"][0]
+            for net, width, dac in trials.variants(w)}
+    mses, source = verdicts.evidence(
+        {key: held[g] for key, g in nets.items()} if all(g in held for g in nets.values())
+        else None, {key: [m] for key, (m, _) in mse.items()})
+    w = max(w for w, _ in mses)
+    recipe = trials.SIZES["full" if source == "store" else mode]["mlp"][1]
+    scale = (f"{source}: {len(mses[w, 'base w'])} seed(s) of {recipe['depth']} layers, "
+             f"{recipe['epochs']} epochs, {data}")
+    evidence = (f"at the largest w; the store's {len(nets) * full['replicates']} trials of "
+                "dac-widths when it holds them all (w up to "
+                f"{max(full['mlp'][0])}, means over seeds), else this run's")
+    same, by_biases, by_weights = verdicts.doubling_gains(mses, w)
+    results.add("Fig 3, same params: DAC vs base", f"w={w}: {same:+.2f} nats ({source})", same < 0,
+                rule=f"the DAC twin's mean log test MSE below the baseline's, {evidence}",
+                measured=f"at w={w} the DAC twin's mean log-MSE is {same:+.2f} nats from the "
+                         f"baseline's, an MSE {math.exp(same):.2f}x as large ({scale})")
     results.add("Fig 4, x2 params: biases vs weights",
-                f"w={w}: {gain_b[-1]:+.2f} vs {gain_w[-1]:+.2f} nats", gain_b[-1] < gain_w[-1],
-                rule="doubling by biases lowers log-MSE more than doubling by weights, at the "
-                     "largest w",
-                measured=f"at w={w} biases change log-MSE by {gain_b[-1]:+.2f} nats, weights by "
-                         f"{gain_w[-1]:+.2f}")
+                f"w={w}: {by_biases:+.2f} vs {by_weights:+.2f} nats ({source})",
+                by_biases < by_weights,
+                rule=f"doubling by biases lowers the mean log-MSE more than doubling by weights, "
+                     f"{evidence}",
+                measured=f"at w={w} biases change the mean log-MSE by {by_biases:+.2f} nats, weights "
+                         f"by {by_weights:+.2f} ({scale})")

@@ -55,12 +55,13 @@ def oscillatory(results, osc, sizes):
     error = {kind: float(np.median(e)) for kind, e in errs.items()}
     scale = (f"{source}: median of {len(errs['ReLU'])} seed(s), " + "{1} epochs on {0} samples"
              .format(*(trials.SIZES["full"]["oscillatory"] if source == "store" else sizes)))
+    read = "; the medians of the store's seeds when it holds every kind's, else this run's"
     for kind in ("ReLU", "PReLU"):  # the paper: both miss the fast part
         results.add(f"oscillatory: {kind} error", f"{error[kind]:.3f} ({source})",
                     verdicts.misses_fast_part(error[kind]),
                     rule=f"misses the fast sine: yes at an error >= {verdicts.SLOW_ONLY:.3f} (the "
                          f"slow sine alone), partly at >= {verdicts.SLOW_ONLY / 2:.3f} (half its "
-                         "amplitude followed), else NO",
+                         f"amplitude followed), else NO{read}",
                     measured=f"our {kind} net's error is {error[kind]:.3f} ({scale}), "
                              f"{error[kind] / verdicts.SLOW_ONLY:.2f} of the slow sine's alone: it "
                              f"follows about {1 - error[kind] / verdicts.SLOW_ONLY:.0%} of the fast "
@@ -69,7 +70,7 @@ def oscillatory(results, osc, sizes):
         results.add(f"oscillatory: {kind} error", f"{error[kind]:.3f} ({source})",
                     verdicts.fits_fast_part(error[kind], error["ReLU"]),
                     rule=f"fits the fast sine: yes below {verdicts.FAST_FIT:g}, partly if only "
-                         "below ReLU's error, else NO",
+                         f"below ReLU's error, else NO{read}",
                     measured=f"our {kind} net's error is {error[kind]:.3f} ({scale}), ReLU's "
                              f"{error['ReLU']:.3f}")
 
@@ -96,7 +97,8 @@ def table_33(results, accuracy, dataset, n_test, epochs):
                     verdicts.gain(gain, paper_tmaf - paper_relu, se),
                     rule=f"the gain counts above {verdicts.NOISE_SE:g} standard errors of {se:.2f} "
                          "pts; yes if it counts and reaches half the paper's, partly if it counts, "
-                         "else NO",
+                         "else NO; the store's seeds when it holds both nets' at this depth, else "
+                         "this run's",
                     measured=f"our gain {gain:+.2f} pts is {gain / se:+.1f} standard errors of "
                              f"{se:.2f} pts ({source})")
 
@@ -104,6 +106,7 @@ def table_33(results, accuracy, dataset, n_test, epochs):
 def step_cost(results, cost):
     """Section 7: a TMAF step's cost "comparable" to ReLU's. cost: trials.step_cost's."""
     act_ms, relu_step_ms, wall_ms = cost["activation_cpu"], cost["step_cpu"]["ReLU"], cost["step_wall"]
+    parts = ", ".join(f"{part} {ms:.3f}" for part, ms in cost["tmaf_parts_cpu"].items())
     for kind in ("TMAF", "tri-TMAF"):
         ratio = 1 + 2 * (act_ms[kind] - act_ms["ReLU"]) / relu_step_ms  # the lesson's lower bound
         direct, alone = wall_ms[kind] / wall_ms["ReLU"], act_ms[kind] / act_ms["ReLU"]
@@ -113,4 +116,6 @@ def step_cost(results, cost):
                     rule=f"comparable: yes if the lower bound and the direct ratio are both "
                          f"<= {verdicts.COMPARABLE:g}x, NO if the lower bound is above, else unclear",
                     measured=f"the activation alone costs {alone:.1f}x ReLU's (CPU); in the step, "
-                             f"{ratio:.2f}x at least, {direct:.2f}x by wall time")
+                             f"{ratio:.2f}x at least, {direct:.2f}x by wall time; of the diagonal "
+                             f"TMAF's {act_ms['TMAF']:.3f} ms, {parts} ms (ReLU's forward and "
+                             f"backward: {act_ms['ReLU']:.3f} ms)")

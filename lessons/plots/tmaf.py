@@ -109,4 +109,5 @@ def step_costs(cost, width, steps):
              for kind, ms in cost["activation_cpu"].items()]
     return (f"Fastest of {steps} steps, backend {tu.get_backend()}, load average {load:.1f} on "
             f"{os.cpu_count()} cores; the ReLU step took {cost['step_cpu']['ReLU']:.1f} ms CPU\n"
-            f"{table(rows)}")
+            f"{table(rows)}\nthe diagonal TMAF's activation, its steps timed apart (ms CPU): "
+            + ", ".join(f"{part} {ms:.3f}" for part, ms in cost["tmaf_parts_cpu"].items()))

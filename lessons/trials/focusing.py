@@ -57,8 +57,8 @@ SIZES = {
 
 # Lesson 5's closing table: each claim of the paper the lesson checks -> (the paper's
 # number, the likely reason where ours does not hold; {names}: the run's SIZES).
-_JAMMED = ("a focus that starts on the border can stay over the noise (the paper saw neurons "
-           "'jammed in noisy input regions' too): {measured}")
+_JAMMED = ("{measured}; the paper saw neurons 'jammed in noisy input regions' too; not measured: "
+           "why these foci stayed over the noise")
 _SHORT = ("{measured}; the paper trains 60000 images, H = 800, 200 epochs, 5 repeats, and notes "
           "that the dense net learns faster and the focused nets win later, by overfitting less")
 PAPER = {
@@ -80,8 +80,8 @@ PAPER = {
         "~70 % (MNIST, Fig. 9b)", "Fashion-MNIST, not MNIST; {measured}"),
     "sparsity, acc still >= dense": ("> 70 % (MNIST)", "{measured}"),
     "training step time, focus / dense": (
-        "1.15-1.3x (GPU)", "a CPU, not the paper's GPU; on a shared machine the ratio moves with "
-        "the load ({measured})"),
+        "1.15-1.3x (GPU)", "{measured}, on a CPU; not measured: the ratio on a GPU, where the "
+        "paper measured"),
 }
 
 

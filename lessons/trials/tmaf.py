@@ -74,7 +74,7 @@ PAPER = {
         "section 6 suspects SGD at lr 1e-4 far from converged, which we do not run")
        for depth, (relu, tmaf) in PAPER_T33.items()},
     **{f"step cost {kind}/ReLU": (
-        "comparable", "{measured}: the levels' lookup and bincount cost more than ReLU's mask")
+        "comparable", "{measured}")
        for kind in ("TMAF", "tri-TMAF")},
 }
 
@@ -194,7 +194,8 @@ def step_cost(kinds, dataset, width, steps, repeats):
     -> {"step_cpu", "step_wall", "activation_cpu"}, each {kind: ms}: a 784-width-
     width-10 MLP's SGD step on 128 images, fastest of `steps` (after two warm-up
     rounds), in CPU and in wall time; one activation layer's forward and backward
-    on a (128, width) batch, least CPU time of `repeats`.
+    on a (128, width) batch, least CPU time of `repeats`; and "tmaf_parts_cpu",
+    tmaf_parts() of that batch.
     """
     x, y = images(dataset)[:2]
     xb, yb = tu.tensor(x[:128].reshape(128, -1)), tu.tensor(y[:128])
@@ -219,7 +220,27 @@ def step_cost(kinds, dataset, width, steps, repeats):
     return {"step_cpu": {kind: 1000 * min(t) for kind, t in cpu.items()},
             "step_wall": {kind: 1000 * min(t) for kind, t in wall.items()},
             "activation_cpu": {kind: fastest_cpu_ms(lambda: layers[kind](z).backward(g), repeats)
-                               for kind in kinds}}
+                               for kind in kinds},
+            "tmaf_parts_cpu": tmaf_parts(activation("TMAF", SMOOTH_BREAKPOINTS)(width), z.data,
+                                         repeats)}
+
+
+def tmaf_parts(layer, x, repeats):
+    """What the steps of a diagonal TMAF layer's forward and backward cost on the batch x
+    (a backend array), least CPU time of `repeats`, in ms: "bins" (one comparison per
+    breakpoint), "lookup" (the value's and the slope's levels) and "bincount" (the level
+    gradients, B2). It calls the layer's own functions (tinyunits/units/tmaf.py), so that
+    the times are those of what a training step runs; the rest of the layer's time is
+    its elementwise products and the engine's bookkeeping."""
+    from tinyunits.units import tmaf as unit
+    s, levels = layer.breakpoints, layer.levels.data
+    bins, slope_bins = unit._bins(x, s)
+    index = unit._flat_index(bins, levels.shape[1])
+    parts = {"bins": lambda: unit._bins(x, s),
+             "lookup": lambda: [levels.ravel().take(unit._flat_index(b, levels.shape[1]))
+                                for b in (bins, slope_bins)],
+             "bincount": lambda: unit._accumulate(index, x, levels.shape)}
+    return {part: fastest_cpu_ms(fn, repeats) for part, fn in parts.items()}
 
 
 def grids(mode):
