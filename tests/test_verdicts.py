@@ -251,3 +251,35 @@ def test_figures_3_and_4_read_this_run_when_the_store_lacks_a_net(monkeypatch, c
     ours, holds, _ = rows["Fig 4, x2 params: biases vs weights"]
     assert ours == f"w=32: {math.log(0.95):+.2f} vs {math.log(0.9):+.2f} nats (this run)"
     assert not holds
+
+
+def _table_33_rows(monkeypatch, held_depths):
+    """Lesson 3's Table 3.3 rows from this run (TMAF 1 point above ReLU at each depth) and a
+    store of 5 seeds (TMAF 3 points above) that holds the nets of the depths held_depths."""
+    from lessons.closing import tmaf as closing
+    from lessons.trials import tmaf as trials
+
+    def stored(module, name, by, value, *args):
+        return {f"{kind}, {depth} hidden": [base + (3 if kind == "TMAF" else 0) + 0.1 * seed
+                                           for seed in range(5)]
+                for depth in held_depths for kind, base in (("ReLU", 85.0), ("TMAF", 85.0))}
+
+    monkeypatch.setattr(closing, "stored", stored)
+    accuracy = {(kind, depth): 90.0 + (kind == "TMAF") for kind in ("ReLU", "TMAF")
+                for depth in (1, 2)}
+    results = _lesson.Results("paper", claims=trials.PAPER)
+    closing.table_33(results, accuracy, "toy data", 10000, 3)
+    return {what: (ours, rule) for what, _, ours, _, _, rule in results}
+
+
+def test_table_33_reads_the_store_only_when_it_holds_the_whole_sweep(monkeypatch, capsys):
+    """Table 3.3 read the store per depth: one depth's seeds beside the other's one quick run."""
+    rows = _table_33_rows(monkeypatch, held_depths=(1, 2))
+    for depth in (1, 2):
+        ours, rule = rows[f"Table 3.3, {depth} hidden: TMAF - ReLU"]
+        assert ours == "+3.00 pts (toy data; store, 5 seeds)"
+        assert "the whole tmaf-images sweep" in rule
+    rows = _table_33_rows(monkeypatch, held_depths=(1,))
+    for depth in (1, 2):
+        ours, _ = rows[f"Table 3.3, {depth} hidden: TMAF - ReLU"]
+        assert ours == "+1.00 pts (toy data; this run, one seed, 3 epochs)"
