@@ -188,22 +188,15 @@ results.add("test acc. 2-arg/1-arg/ReLU (sess. III)", per_model(test3), None)
 # ## Learning curves (Figure 4d)
 #
 # Validation accuracy per epoch, mean +- 1 SD over repetitions. (The paper
-# plots test accuracy; we keep the test set for the end.)
+# plots test accuracy; we keep the test set for the end.) The closing rows count
+# the epochs where the 2-arg nets' mean curve is above ReLU's; they read the
+# store's --full runs when it holds every 2-arg and ReLU run, else this run's,
+# and say which.
 
 # %%
-def curves(key):
-    """name -> (epochs,) mean and SD of validation accuracy, cut to the shortest run."""
-    out = {}
-    for n_args, name in NAMES.items():
-        hs = [r[key] for r in runs[n_args]]
-        a = np.array([h[:min(map(len, hs))] for h in hs]) * 100
-        out[name] = a.mean(axis=0), a.std(axis=0)
-    return out
-
-
-sessions = {"II": curves("curve2"), "III": curves("curve3")}
+sessions = closing.mean_curves(runs)  # name -> mean and SD per epoch, cut to the shortest run
 figure(plots.learning_curves(sessions["II"], sessions["III"], DATA), "learning_curves.png")
-closing.learning_curves(results, sessions)
+closing.learning_curves(results, runs)  # the store's runs when it holds them all
 
 # %% [markdown]
 # ## How fast does f take shape? (Figure 5)

@@ -351,6 +351,8 @@ closing.oscillatory(results, osc, S["oscillatory"])  # the store's rows too
 # from the store's 5 seeds, that of the difference of the two means over the
 # seeds (`verdicts.mean_difference_se`). "yes" if the gain counts and reaches
 # half the paper's, "partly" if it counts but is smaller, NO if it does not count.
+# Both depths read the store's seeds when it holds the whole tmaf-images sweep
+# (every net at every depth), else this run's.
 
 # %%
 DATASET = trials.image_dataset()  # MNIST when its files are present

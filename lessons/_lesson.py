@@ -11,6 +11,7 @@
     runs = grid("tmaf-widths", tmaf.width_trial, [dict(width=w, seed=s) for ...])
     trials, runs = trial_grid(tmaf, "tmaf-widths")  # the same, from tmaf.grids(mode)
     held = stored(tmaf, "tmaf-widths", by, value, paper)  # the store's paper-scale rows
+    runs = held_whole(two_argument, "two_argument-sessions", by, lambda r: r)  # unprinted
 
 SIZE is "tiny" (seconds: the test suite's smoke run), "quick" (the default, a few
 minutes on 2 cores) or "full" (the paper's settings). The flags --tiny/--quick/--full
@@ -112,16 +113,15 @@ def stored(module, name, by, value, paper=None, fmt="{:.3f}", what=""):
     per group of trials (by(settings) -> label; None leaves a trial out), n, mean +- std, min - max of
     value(result) (what it is: `what`), and paper[label], the paper's number. value may be
     {quantity: function} instead: one table, a row per (label, quantity), keyed so in paper and
-    in what this returns. The trials and their function are the --full ones:
+    in what this returns; a function returns None for a result without that quantity (a model
+    that has no such thing), and a row of none but such results is left blank. The trials and
+    their function are the --full ones:
     module.grids("full")[name], or module's paper sweep (SWEEP, TRIAL, paper_trials()). A group
     the store holds from other code than the trial function's is printed as STALE, one it holds
     in part with the trials it holds, marked partial, one it holds none of as "not run yet".
     -> {label: [values]} of the groups held whole from the current code (what a
     verdict should read before this run's one draw; a partial group is not among them)."""
-    from tinyunits import sweep
-    full = module.grids("full") if hasattr(module, "grids") else {}
-    fn, trials = full[name] if name in full else (module.TRIAL, module.paper_trials())
-    rows = sweep.load(name, STORE, fn=fn) if os.path.exists(STORE) else []
+    rows, trials = _rows(module, name)
     lines, whole = store_table(rows, trials, by, value, paper or {}, fmt)
     print(f"Paper-scale rows of {name!r} in {os.path.relpath(STORE, ROOT)} (--full's trials)"
           + (f": {what}" if what else ""))
@@ -129,11 +129,27 @@ def stored(module, name, by, value, paper=None, fmt="{:.3f}", what=""):
     return whole
 
 
-def store_table(rows, trials, by, value, paper, fmt):
-    """stored()'s table from rows (sweep.load with fn: each row says whether it is
-    stale) -> (lines, {label: values of the groups held whole and current})."""
+def held_whole(module, name, by, value):
+    """stored()'s return, printing nothing: for a verdict that reads what a table cannot
+    print (a learning curve per run). -> {label: [value(result)]} of the groups held whole
+    from the current code."""
+    rows, trials = _rows(module, name)
+    return _whole(_groups(rows, trials, by, {None: value})[1])
+
+
+def _rows(module, name):
+    """(STORE's rows of sweep `name`, each saying whether it is stale; its --full trials)."""
     from tinyunits import sweep
-    quantities = value if isinstance(value, dict) else {None: value}
+    full = module.grids("full") if hasattr(module, "grids") else {}
+    fn, trials = full[name] if name in full else (module.TRIAL, module.paper_trials())
+    return (sweep.load(name, STORE, fn=fn) if os.path.exists(STORE) else []), trials
+
+
+def _groups(rows, trials, by, quantities):
+    """The trials of each (label, quantity) cell and what the store holds of them ->
+    (how many trials are wanted, {cell: dict(expected, current values, stale, absent)},
+    how many are held from the current code, their trial seconds)."""
+    from tinyunits import sweep
     cell = lambda label, quantity: label if quantity is None else (label, quantity)  # noqa: E731
     wanted, groups, held, seconds = {}, {}, 0, 0.0
     for settings in trials:
@@ -142,7 +158,7 @@ def store_table(rows, trials, by, value, paper, fmt):
             continue
         wanted[sweep.trial_key(settings)] = label
         for quantity in quantities:
-            groups.setdefault(cell(label, quantity), dict(expected=0, current=[], stale=0))[
+            groups.setdefault(cell(label, quantity), dict(expected=0, current=[], stale=0, absent=0))[
                 "expected"] += 1
     for row in rows:
         label = wanted.get(sweep.trial_key(row["settings"]))
@@ -152,26 +168,41 @@ def store_table(rows, trials, by, value, paper, fmt):
             g = groups[cell(label, quantity)]
             if row["stale"]:
                 g["stale"] += 1
+            elif (v := of(row["result"])) is None:  # this trial's model has no such quantity
+                g["absent"] += 1
             else:
-                g["current"].append(of(row["result"]))
+                g["current"].append(v)
         if not row["stale"]:
             held += 1
             seconds += row["seconds"] or 0.0
+    return len(wanted), groups, held, seconds
+
+
+def _whole(groups):
+    """{cell: values} of the groups held whole from the current code."""
+    return {key: g["current"] for key, g in groups.items()
+            if not g["stale"] and len(g["current"]) == g["expected"]}
+
+
+def store_table(rows, trials, by, value, paper, fmt):
+    """stored()'s table from rows (sweep.load with fn: each row says whether it is
+    stale) -> (lines, {label: values of the groups held whole and current})."""
+    n_wanted, groups, held, seconds = _groups(rows, trials, by,
+                                              value if isinstance(value, dict) else {None: value})
     text = {key: ", ".join(map(str, key)) if isinstance(key, tuple) else str(key) for key in groups}
     width = max(map(len, text.values())) + 2
     lines = [f"{'':<{width}}{'n':>4}  {'mean +- std':<22}{'min - max':<22}paper"]
-    whole = {}
     for key, g in groups.items():
         n, expected, values = len(g["current"]), g["expected"], g["current"]
         head = f"{text[key]:<{width}}"
         if g["stale"]:
             lines.append(f"{head}STALE: {g['stale']} of {expected} rows computed by other code "
                          f"than the trial function's now ({n} current); not shown")
+        elif n == 0 and g["absent"]:  # a model without this quantity: a blank cell
+            lines.append(head.rstrip())
         elif n == 0:
             lines.append(f"{head}not run yet (0 of {expected} trials)")
         else:  # whole, or partial: what a sweep stopped half-way holds is still measured
-            if n == expected:
-                whole[key] = values
             mean = sum(values) / n
             std = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5 if n > 1 else 0.0
             spread = f"{fmt.format(mean)} +- {fmt.replace('+', '').format(std)}"  # std: no sign
@@ -179,9 +210,9 @@ def store_table(rows, trials, by, value, paper, fmt):
             lines.append(f"{head}{n:>4}  {spread:<22}"
                          f"{fmt.format(min(values)) + ' - ' + fmt.format(max(values)):<22}"
                          f"{partial}{paper.get(key, '')}".rstrip())
-    lines.append(f"({held} of {len(wanted)} trials stored from the current code: "
+    lines.append(f"({held} of {n_wanted} trials stored from the current code: "
                  f"{seconds / 3600:.2f} h of trial time)")
-    return lines, whole
+    return lines, _whole(groups)
 
 
 def elapsed() -> float:

@@ -46,6 +46,15 @@ def test_05_focusing_prints_each_stored_sweep_once(tiny):
     assert tables == 1, f"the focusing-ltf sweep's stored rows are printed in {tables} tables"
 
 
+def test_02_two_argument_prints_the_sessions_sweep_once(tiny):
+    """Lesson 2 printed the two_argument-sessions sweep in two tables: session III accuracy,
+    then session I's R^2 of the 2-arg nets alone."""
+    run, _ = tiny(ROOT / "lessons" / "02_two_argument.py")
+    assert run.returncode == 0, run.stderr[-3000:]
+    tables = run.stdout.count("Paper-scale rows of 'two_argument-sessions'")
+    assert tables == 1, f"the two_argument-sessions sweep's rows are printed in {tables} tables"
+
+
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
 def test_every_reason_under_a_lessons_table_cites_a_number_and_its_rule(lesson, tiny):
     run, _ = tiny(lesson)

@@ -251,3 +251,104 @@ def test_figures_3_and_4_read_this_run_when_the_store_lacks_a_net(monkeypatch, c
     ours, holds, _ = rows["Fig 4, x2 params: biases vs weights"]
     assert ours == f"w=32: {math.log(0.95):+.2f} vs {math.log(0.9):+.2f} nats (this run)"
     assert not holds
+
+
+def cube_with_root_of_a(settings):
+    """cube_trial, and for group a's trials alone a second quantity, z."""
+    return dict(cube_trial(settings), **({"z": settings["x"]} if settings["group"] == "a" else {}))
+
+
+def test_a_quantity_a_model_has_not_is_a_blank_cell_of_the_one_table(tmp_path, monkeypatch, capsys):
+    """Lesson 2 printed its sessions sweep twice: every model's accuracy, then the R^2 of session
+    I, which the ReLU nets (no inner net) have not."""
+    trials = [dict(group=g, x=x) for g in "ab" for x in (1, 2)]
+    store = str(tmp_path / "store.sqlite")
+    sweep.run("toy", cube_with_root_of_a, trials, store=store)
+    module = types.SimpleNamespace(grids=lambda mode: {"toy": (cube_with_root_of_a, trials)})
+    monkeypatch.setattr(_lesson, "STORE", store)
+    whole = _lesson.stored(module, "toy", lambda s: s["group"],
+                           {"y": lambda r: r["y"], "z": lambda r: r.get("z")}, {}, "{:.2f}", "y, z")
+    lines = capsys.readouterr().out.splitlines()
+    assert whole == {("a", "y"): [1, 8], ("a", "z"): [1, 2], ("b", "y"): [1, 8]}
+    rows = [line.split() for line in lines[2:-1]]
+    assert rows[1][:3] == ["a,", "z", "2"]
+    assert rows[3] == ["b,", "z"]  # blank: neither "not run yet" nor numbers
+    assert lines[-1].startswith("(4 of 4 trials stored from the current code: ")
+
+
+def _learning_curve_rows(monkeypatch, held_whole):
+    """Lesson 2's Fig. 4d rows from this run's curves (ReLU above 2-arg in every epoch) and a
+    store (2-arg above ReLU, its 4 runs of each) that holds every 2-arg and ReLU run, or lacks
+    the ReLU runs."""
+    from lessons.closing import two_argument as closing
+    from lessons.trials import two_argument as trials
+
+    def run(accuracy, epochs):
+        return {"curve2": [accuracy] * epochs, "curve3": [accuracy + 0.01] * epochs}
+
+    def held(module, name, by, value):
+        groups = {}
+        for s in module.grids("full")[name][1]:
+            if by(s) is not None:
+                groups.setdefault(by(s), []).append(value(run(0.8 if s["n_args"] else 0.7, 5)))
+        if not held_whole:
+            groups.pop(0)
+        return groups
+
+    monkeypatch.setattr(closing, "held_whole", held)
+    here = {2: [run(0.6, 2)], 1: [run(0.65, 2)], 0: [run(0.7, 2), run(0.7, 3)]}
+    results = _lesson.Results("paper", claims=trials.PAPER, settings=dict(reps=1, epochs=3))
+    closing.learning_curves(results, here)
+    return {what: (ours, holds, rule, why) for what, _, ours, holds, why, rule in results}
+
+
+def test_learning_curve_verdicts_read_the_stores_runs_when_it_holds_them_all(monkeypatch, capsys):
+    """Lesson 2's "epochs 2-arg above ReLU" read this run's curves alone, though the
+    two_argument-sessions sweep stores every run's curves."""
+    rows = _learning_curve_rows(monkeypatch, held_whole=True)
+    for session in ("II", "III"):
+        ours, holds, rule, why = rows[f"epochs 2-arg above ReLU, session {session}"]
+        assert ours == "5 of 5 (store)" and holds is True
+        assert "the store's runs when it holds every 2-arg and ReLU run" in rule
+        assert "(read here: store)" in rule
+        assert "+10.00 to +10.00 points over the 5 epochs: 4 run(s) of each model (store) decide" in why
+
+
+def test_learning_curve_verdicts_read_this_run_when_the_store_lacks_a_model(monkeypatch, capsys):
+    rows = _learning_curve_rows(monkeypatch, held_whole=False)
+    ours, holds, rule, why = rows["epochs 2-arg above ReLU, session II"]
+    assert ours == "0 of 2 (this run)" and holds is False  # ReLU cut to its shorter run
+    assert "(read here: this run)" in rule
+    assert "-10.00 to -10.00 points over the 2 epochs: 1 run(s) of each model (this run) decide" in why
+
+
+def _table_33_rows(monkeypatch, held_depths):
+    """Lesson 3's Table 3.3 rows from this run (TMAF 1 point above ReLU at each depth) and a
+    store of 5 seeds (TMAF 3 points above) that holds the nets of the depths held_depths."""
+    from lessons.closing import tmaf as closing
+    from lessons.trials import tmaf as trials
+
+    def stored(module, name, by, value, *args):
+        return {f"{kind}, {depth} hidden": [base + (3 if kind == "TMAF" else 0) + 0.1 * seed
+                                           for seed in range(5)]
+                for depth in held_depths for kind, base in (("ReLU", 85.0), ("TMAF", 85.0))}
+
+    monkeypatch.setattr(closing, "stored", stored)
+    accuracy = {(kind, depth): 90.0 + (kind == "TMAF") for kind in ("ReLU", "TMAF")
+                for depth in (1, 2)}
+    results = _lesson.Results("paper", claims=trials.PAPER)
+    closing.table_33(results, accuracy, "toy data", 10000, 3)
+    return {what: (ours, rule) for what, _, ours, _, _, rule in results}
+
+
+def test_table_33_reads_the_store_only_when_it_holds_the_whole_sweep(monkeypatch, capsys):
+    """Table 3.3 read the store per depth: one depth's seeds beside the other's one quick run."""
+    rows = _table_33_rows(monkeypatch, held_depths=(1, 2))
+    for depth in (1, 2):
+        ours, rule = rows[f"Table 3.3, {depth} hidden: TMAF - ReLU"]
+        assert ours == "+3.00 pts (toy data; store, 5 seeds)"
+        assert "the whole tmaf-images sweep" in rule
+    rows = _table_33_rows(monkeypatch, held_depths=(1,))
+    for depth in (1, 2):
+        ours, _ = rows[f"Table 3.3, {depth} hidden: TMAF - ReLU"]
+        assert ours == "+1.00 pts (toy data; this run, one seed, 3 epochs)"

@@ -1,23 +1,27 @@
 """Lesson 2's closing rows (lessons/closing/__init__.py says what each function does)."""
 import numpy as np
 
-from _lesson import stored
+from _lesson import held_whole, stored
 from lessons import verdicts
 from lessons.trials import two_argument as trials
 from lessons.trials.two_argument import NAMES
 
 
+_R2 = "session I R^2 of the random map"
+
+
 def session_one(results, runs, data, mode):
-    """Session I fits the random map (the mean R^2 above FIT_R2); the store's session III
-    accuracies are printed beside. runs: {n_args: this run's session_trial results}; mode:
-    this run's (for the pretraining epochs a reason cites)."""
-    stored(trials, "two_argument-sessions", lambda s: NAMES[s["n_args"]],
-           lambda r: 100 * r["test3"], {}, "{:.2f}", f"session III test accuracy, % ({data})")
-    held = stored(trials, "two_argument-sessions", lambda s: NAMES[2] if s["n_args"] == 2 else None,
-                  lambda r: r["r2"], {NAMES[2]: "fits (Fig. 4b)"}, "{:.3f}",
-                  "session I R^2 of the random map")
+    """Session I fits the random map (the mean R^2 above FIT_R2); one table of the store's
+    rows gives each model's session III accuracy and, for the models with an inner net, that
+    R^2. runs: {n_args: this run's session_trial results}; mode: this run's (for the
+    pretraining epochs a reason cites)."""
+    held = stored(trials, "two_argument-sessions", lambda s: NAMES[s["n_args"]],
+                  {"session III test accuracy %": lambda r: 100 * r["test3"],
+                   _R2: lambda r: r.get("r2")},  # ReLU has no inner net to pretrain
+                  {(NAMES[2], _R2): "fits (Fig. 4b)"}, "{:.3f}",
+                  f"session III test accuracy ({data}), and session I's fit")
     here = [r["r2"] for r in runs[2]]
-    r2s, source = verdicts.evidence(held.get(NAMES[2]), here)
+    r2s, source = verdicts.evidence(held.get((NAMES[2], _R2)), here)
     r2 = float(np.mean(r2s))
     epochs = trials.SIZES["full" if source == "store" else mode]["pre_epochs"]
     also = (f"; this run's {np.mean(here):.3f} after {trials.SIZES[mode]['pre_epochs']}"
@@ -29,19 +33,40 @@ def session_one(results, runs, data, mode):
                          f"({source}){also}")
 
 
-def learning_curves(results, sessions):
-    """Figure 4d: the 2-arg nets' mean validation curve above ReLU's in every epoch.
-    sessions: {"II", "III": {name: (mean curve, SD)}}."""
-    for session, curves in sessions.items():
+def mean_curves(runs):
+    """Figure 4d's curves: {"II", "III": {name: (mean, SD) of validation accuracy %, per
+    epoch}}, each model's cut to its shortest run (early stopping ends runs apart).
+    runs: {n_args: session_trial results}, of the models to draw."""
+    out = {}
+    for session, key in (("II", "curve2"), ("III", "curve3")):
+        out[session] = {}
+        for n_args, rs in runs.items():
+            hs = [r[key] for r in rs]
+            a = np.array([h[:min(map(len, hs))] for h in hs]) * 100
+            out[session][NAMES[n_args]] = a.mean(axis=0), a.std(axis=0)
+    return out
+
+
+def learning_curves(results, runs):
+    """Figure 4d: the 2-arg nets' mean validation curve above ReLU's in every epoch, over the
+    store's runs when it holds every 2-arg and ReLU run, else this run's. runs: {n_args: this
+    run's session_trial results}."""
+    held = held_whole(trials, "two_argument-sessions",
+                      lambda s: s["n_args"] if s["n_args"] in (2, 0) else None, lambda r: r)
+    compared, source = verdicts.evidence(held if len(held) == 2 else None,
+                                         {n: runs[n] for n in (2, 0)})
+    for session, curves in mean_curves(compared).items():
         two, relu = curves["2-arg"][0], curves["ReLU"][0]
         both = min(len(two), len(relu))  # early stopping can end them at different epochs
         ahead, gaps = int((two[:both] > relu[:both]).sum()), two[:both] - relu[:both]
-        results.add(f"epochs 2-arg above ReLU, session {session}", f"{ahead} of {both}",
+        results.add(f"epochs 2-arg above ReLU, session {session}", f"{ahead} of {both} ({source})",
                     ahead == both,
                     rule="the 2-arg nets' mean validation curve above ReLU's in every epoch both "
-                         "reach",
+                         "reach, over the store's runs when it holds every 2-arg and ReLU run, "
+                         f"else this run's (read here: {source})",
                     measured=f"the mean curves' gap, 2-arg - ReLU, runs from {gaps.min():+.2f} to "
-                             f"{gaps.max():+.2f} points over the {both} epochs")
+                             f"{gaps.max():+.2f} points over the {both} epochs: {len(compared[2])} "
+                             f"run(s) of each model ({source})")
 
 
 def _training(robust) -> str:

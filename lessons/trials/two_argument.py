@@ -69,9 +69,8 @@ SIZES = {
 ROBUST = {"tiny": dict(robust_eps=0.1, robust_steps=2, robust_epochs=1), "quick": None,
           "full": dict(robust_eps=0.1, robust_steps=7, robust_epochs=20)}
 
-_CHANCE = ("{measured}; {reps} run(s) of up to {epochs} epochs per model decide "
-           "(learning_curves.png shows how far the runs spread; --full averages 4 runs of up "
-           "to 50)")
+_CHANCE = ("{measured} decide (learning_curves.png shows how far this run's runs spread; "
+           "--full stores 4 runs of up to 50 epochs per model)")
 # Lesson 2's closing table: each row's claim in the paper (its MLP results on MNIST), and
 # the likely reason where ours differs ({names}: the run's SIZES).
 PAPER = {
