@@ -1108,3 +1108,16 @@ def test_a_tensor_made_of_tensors_says_how(data):
 def test_a_list_holding_tensors_as_an_operand_is_a_type_error_naming_the_op():
     with pytest.raises(TypeError, match="Mul: operands must be Tensors, numbers or numeric"):
         tu.tensor([1.0, 2.0]) * [tu.tensor(1.0), tu.tensor(2.0)]
+
+
+def test_setting_training_takes_true_or_false_only():
+    """`model.training = "False"` is truthy: dropout and batch norm would go on training
+    where the user meant to evaluate. It is refused, naming the attribute; a bool is kept."""
+    model = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5))
+    for value in ("False", 0, None, np.bool_(False)):
+        with pytest.raises(TypeError, match="Sequential.training"):
+            model.training = value
+        assert model.training is True
+    model.training = False
+    assert model.training is False
+    assert model.eval().training is False and model.train().training is True

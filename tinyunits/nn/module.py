@@ -76,6 +76,8 @@ class Module:
         if name in self._modules and not isinstance(value, Module):
             check.fail(where, "the new value", "a Module (it is a sub-module)", _kind(value),
                        TypeError)
+        if name == "training":  # "False" would be truthy: dropout and batch norm train on
+            check.flag(where, "the new value", value)
         if name in self._buffers and not backend.is_array(value) and not (
                 value is None and name in self._optional):
             check.fail(where, "the new value", "an array (it is a buffer, saved with the "
