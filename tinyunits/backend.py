@@ -260,6 +260,9 @@ def scatter_add(a, indices, values) -> None:
         cupyx.scatter_add(a, indices, values)
 
 
+SHORT_ROWS_BUFSIZE = 192  # rows of 64 or more are passed to the loops unbuffered
+
+
 @contextlib.contextmanager
 def short_rows_unbuffered(a):
     """NumPy's ufuncs copy an operand's rows through their buffers (8192 elements) when
@@ -273,9 +276,6 @@ def short_rows_unbuffered(a):
     with numpy.errstate():
         numpy.setbufsize(SHORT_ROWS_BUFSIZE)
         yield
-
-
-SHORT_ROWS_BUFSIZE = 192  # rows of 64 or more are passed to the loops unbuffered
 
 
 def sliding_window_view(x, window_shape, axis):

@@ -39,8 +39,7 @@ im2col and in the input gradient, about 3x slower for a 32-channel layer.)
 import contextlib
 
 from .. import _check as check
-from .. import buffers, threads
-from .. import backend
+from .. import backend, buffers, threads
 from ..backend import get_array_module, host_module, sliding_window_view
 from ..function import Function
 
