@@ -325,7 +325,12 @@ class Side:
 
 
 def median_step_times(sides, rounds, round_seconds, warm_up=2):
-    """Median seconds per step of each side, the sides taking turns in every round."""
+    """Median seconds per step of each side, the sides taking turns in every round.
+
+    With warm_up, each side's turn also begins with one untimed step: a user's loop
+    runs its steps back to back, and the first step after the pause is not one of
+    those (on a VM, the first after an idle 0.15 s cost our B2 about 30 ms more, the
+    second core waking from idle; PyTorch's no more: tests/benchmarks/README.md)."""
     for side in sides:  # warm-up: caches, allocator, lazily made optimiser state
         if warm_up:
             side.ask(steps=warm_up)
@@ -336,6 +341,8 @@ def median_step_times(sides, rounds, round_seconds, warm_up=2):
         order = list(range(len(sides)))
         for i in (order if r % 2 == 0 else order[::-1]):
             time.sleep(PAUSE)
+            if warm_up:
+                sides[i].ask(steps=1)
             times[i].append(sides[i].ask(steps=counts[i])["seconds"])
     return [statistics.median(ts) for ts in times]
 
@@ -449,7 +456,8 @@ def print_header(args, torch_version):
     rounds = f"{args.rounds} rounds (E rows: {args.epoch_rounds})"
     print(f"# numpy {numpy.__version__}, torch {torch_version or 'not installed'}; "
           f"{args.clock} time{' (--clock cpu)' if args.clock == 'cpu' else ''}, median of "
-          f"{rounds} of ~{args.round_seconds}s a side, each side in a process of its own"
+          f"{rounds} of ~{args.round_seconds}s a side after one untimed step (E rows: none), "
+          f"each side in a process of its own"
           + (f"; median of {args.repeat} runs" if args.repeat > 1 else ""))
     malloc = steady_malloc() if args.malloc == "steady" else "glibc malloc as it is"
     print(f"# {malloc}; peak MB = rise of peak RSS while training; load average "
