@@ -204,8 +204,11 @@ def store_table(rows, trials, by, value, paper, fmt):
             lines.append(f"{head}not run yet (0 of {expected} trials)")
         else:  # whole, or partial: what a sweep stopped half-way holds is still measured
             mean = sum(values) / n
-            std = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5 if n > 1 else 0.0
-            spread = f"{fmt.format(mean)} +- {fmt.replace('+', '').format(std)}"  # std: no sign
+            if n > 1:
+                std = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5
+                spread = f"{fmt.format(mean)} +- {fmt.replace('+', '').format(std)}"  # std: no sign
+            else:  # one run has no spread to show, not a spread of 0
+                spread = f"{fmt.format(mean)} (one run)"
             partial = "" if n == expected else f"(partial: {n} of {expected} trials) "
             lines.append(f"{head}{n:>4}  {spread:<22}"
                          f"{fmt.format(min(values)) + ' - ' + fmt.format(max(values)):<22}"

@@ -160,8 +160,8 @@ def test_stored_rows_of_several_quantities_are_one_table(tmp_path, monkeypatch, 
     rows = [line.split() for line in lines[2:-1]]
     assert [row[:2] for row in rows] == [["a,", "y"], ["a,", "-y"], ["b,", "y"], ["b,", "-y"]]
     assert rows[0][2:] == ["2", "4.50", "+-", "4.95", "1.00", "-", "8.00", "4.5", "(paper)"]
-    assert rows[3][2:] == ["1", "-1.00", "+-", "0.00", "-1.00", "-", "-1.00", "(partial:", "1",
-                           "of", "2", "trials)"]
+    assert rows[3][2:] == ["1", "-1.00", "(one", "run)", "-1.00", "-", "-1.00", "(partial:", "1",
+                           "of", "2", "trials)"]  # one run: no spread, not a spread of 0
     assert lines[-1].startswith("(3 of 4 trials stored from the current code: ")
 
 
