@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install data tour test test-numpy test-strict gradcheck lessons figures notebooks bench site clean student grade
+.PHONY: install data tour test test-numpy test-strict gradcheck lessons figures notebooks bench grids site clean student grade
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,14 @@ lessons: data
 	for lesson in lessons/[0-9]*.py; do echo "== $$lesson"; $(PY) $$lesson --quick || exit 1; done
 
 figures: lessons
+
+# Every lesson's paper-scale grids into lessons/results/sweeps.sqlite (hours to days on 2
+# cores), on GRID_WORKERS local processes. Finished trials are kept: stop it any time and
+# run it again to go on. GRIDS picks the lessons and their order.
+GRIDS ?= dac two_argument tmaf hannet focusing focusing-fashion
+GRID_WORKERS ?= 2
+grids: data
+	for lesson in $(GRIDS); do $(PY) -m lessons.trials $$lesson --workers $(GRID_WORKERS) || exit 1; done
 
 # One notebook per lesson in notebooks/ (jupytext, outputs cleared; generated, so git-ignored).
 notebooks: install
