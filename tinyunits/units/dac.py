@@ -61,7 +61,7 @@ from ..backend import block_elements, get_array_module
 from ..function import Function
 from ..nn import init
 from ..nn.module import Module, Parameter
-from ..ops.conv import conv_output_size, pad2d
+from ..ops.conv import conv_output_size, pad2d, unpad2d
 from ..ops.elementwise import GELU, LeakyReLU, ReLU, Tanh
 from . import dac_cuda
 
@@ -183,10 +183,12 @@ class DACConv2dFn(Function):
         the border is then set to the zero padding of eq. (5): contiguous passes, a tenth
         of a DAC VGG step cheaper than zeroing z and adding into its strided inside. The
         backward reads phi' only inside the border."""
-        A, fn = phi(self.activation, get_array_module(B).add(B[I, :, None, None, None], self.xpad[None]))
+        z = get_array_module(B).add(B[I, :, None, None, None], self.xpad[None])
+        A, fn = phi(self.activation, z)
         p = self.padding
         if p:
-            A[..., :p, :], A[..., -p:, :], A[..., :p], A[..., -p:] = 0, 0, 0, 0
+            A[..., :p, :] = A[..., -p:, :] = 0
+            A[..., :p] = A[..., -p:] = 0
         return A, fn
 
     def _taps(self, Ho, Wo):
@@ -207,7 +209,6 @@ class DACConv2dFn(Function):
             return dac_cuda.conv_forward(x, W, B, self.stride, self.padding, self.activation)
         xp = get_array_module(x)
         self.xpad = pad2d(xp.ascontiguousarray(x.transpose(1, 0, 2, 3)), self.padding)  # (in, b, Hp, Wp)
-        self.hw = x.shape[2:]
         self.n, self.k, self.Wt, self.B = W.shape[0], W.shape[2], W.reshape(W.shape[0], W.shape[1], -1), B
         Ho, Wo = (conv_output_size(size, self.k, self.stride, self.padding) for size in x.shape[2:])
         y = xp.zeros((self.n, x.shape[0], Ho, Wo), dtype=x.dtype)
@@ -225,7 +226,7 @@ class DACConv2dFn(Function):
                                           self.activation, [self.needs_grad(i) for i in range(3)])
         xp = get_array_module(g)
         gt, Wt, B = g.transpose(1, 0, 2, 3), self.Wt, self.B                    # gt: (out, b, Ho, Wo)
-        gxt = xp.zeros(self.xpad.shape[:2] + self.hw, dtype=self.xpad.dtype)    # (in, b, H, W)
+        gxt = xp.zeros_like(unpad2d(self.xpad, self.padding))                   # (in, b, H, W)
         gW, gB = xp.empty_like(Wt), xp.empty_like(B)
         for I in self._blocks():
             A, fn = self._cached(B, I)                                          # recomputed per block
