@@ -8,13 +8,16 @@ dicts with "params" and any hyper-parameters that differ from the defaults:
 
 Parameters without a gradient (frozen, or unused in this step) are skipped.
 Updates are in place on each parameter's array, inside no_grad, and count as a
-change of its version: a graph recorded before the step refuses to backward.
+change of its version: a graph recorded before the step refuses to backward. The
+last line of each, p -= lr * direction, is BLAS's axpy on the CPU (tinyunits.blas:
+one pass, no temporary).
 """
 from __future__ import annotations
 
 import math
 
 from . import _check as check
+from .blas import axpy
 from .backend import get_array_module
 from .tensor import Tensor, no_grad
 
@@ -117,7 +120,8 @@ class SGD(Optimizer):
                 v *= group["momentum"]
                 v += grad
             grad = grad + group["momentum"] * v if group["nesterov"] else v
-        p.data -= group["lr"] * grad
+        axpy(-group["lr"], grad, p.data)
+        p.mark_changed()
 
 
 class Adam(Optimizer):
@@ -152,7 +156,8 @@ class Adam(Optimizer):
         step = group["lr"] * math.sqrt(1 - b2 ** t) / (1 - b1 ** t)
         if group["weight_decay"] and self.decoupled:
             p.data *= 1 - group["lr"] * group["weight_decay"]
-        p.data -= step * m / (get_array_module(v).sqrt(v) + group["eps"])
+        axpy(-step, m / (get_array_module(v).sqrt(v) + group["eps"]), p.data)
+        p.mark_changed()
 
 
 class AdamW(Adam):

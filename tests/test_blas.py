@@ -1,0 +1,103 @@
+"""tinyunits.blas.axpy (y += a x, the optimisers' last line) against its NumPy reference."""
+import numpy as np
+import pytest
+import threadpoolctl
+
+from tinyunits import backend, blas
+
+SIZES = (1, 31, 33, 10_001, 627_201)  # a vector kernel's tail, BLAS's threading threshold
+
+
+def reference(a, x, y):
+    y = y.copy()
+    y += a * x
+    return y
+
+
+def arrays(n, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+
+
+@pytest.fixture
+def with_blas():
+    """Skip where NumPy's BLAS has no axpy we call (the NumPy line is then all there is)."""
+    if blas._routine(np.dtype("float32")) is None:
+        pytest.skip("no ILP64 OpenBLAS axpy in this NumPy")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", SIZES)
+def test_blas_axpy_agrees_with_numpy_but_for_rounding(with_blas, dtype, n):
+    x, y = arrays(n, dtype)
+    a = -0.01
+    want = reference(a, x, y)
+    blas.axpy(a, x, y)
+    # The NumPy line rounds a x, then the sum (each within half a unit in the last
+    # place of its result); a fused axpy rounds the exact a x + y once. So they are
+    # apart by at most half a unit of a x plus one of the larger result.
+    bound = 0.5 * np.spacing(np.abs(a * x)) + np.spacing(np.maximum(np.abs(want), np.abs(y)))
+    assert np.all(np.abs(y - want) <= bound), np.max(np.abs(y - want) / bound)
+    assert y.dtype == dtype
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_blas_axpy_gives_the_same_bits_at_every_thread_count(with_blas, dtype):
+    x, y = arrays(627_201, dtype, seed=1)
+    results = []
+    for n in (1, 2, 3):
+        with threadpoolctl.threadpool_limits(n, user_api="blas"):
+            z = y.copy()
+            blas.axpy(0.37, x, z)
+            results.append(z)
+    for z in results[1:]:
+        np.testing.assert_array_equal(z, results[0])
+
+
+def test_blas_axpy_writes_in_place_and_only_y(with_blas):
+    x, y = arrays(10_001, "float32")
+    x0, y_id = x.copy(), id(y)
+    blas.axpy(2.0, x, y)
+    assert id(y) == y_id
+    np.testing.assert_array_equal(x, x0)
+
+
+def cases_for_numpy():
+    x, y = arrays(4000, "float32")
+    yield "strided", x[::2], y[::2].copy()
+    yield "transposed", x.reshape(40, 100).T, y.reshape(40, 100).T.copy()
+    yield "mixed dtypes", x.astype("float64"), y.copy()
+    yield "float16", x.astype("float16"), y.astype("float16")
+    yield "broadcast x", np.broadcast_to(x[:100], (40, 100)), y.reshape(40, 100).copy()
+    both = np.concatenate([x, x[:1]])
+    yield "overlapping", both[1:], both[:-1]
+
+
+@pytest.mark.parametrize("name, x, y", list(cases_for_numpy()),
+                         ids=[c[0] for c in cases_for_numpy()])
+def test_blas_axpy_takes_the_numpy_line_where_blas_does_not_fit(name, x, y):
+    want = reference(-0.5, x, y)
+    blas.axpy(-0.5, x, y)
+    np.testing.assert_array_equal(y, want)
+
+
+def test_blas_axpy_on_strict_arrays_is_the_numpy_line():
+    x, y = arrays(10_001, "float32")
+    want = reference(3.0, x, y)
+    sx, sy = backend.strict.asarray(x), backend.strict.asarray(y)
+    blas.axpy(3.0, sx, sy)
+    np.testing.assert_array_equal(backend.to_host(sy), want)
+
+
+def test_blas_axpy_can_be_turned_off(monkeypatch):
+    monkeypatch.setenv("TINYUNITS_BLAS_AXPY", "0")
+    blas._routine.cache_clear()
+    try:
+        assert blas._routine(np.dtype("float32")) is None
+        x, y = arrays(10_001, "float32")
+        want = reference(-0.01, x, y)
+        blas.axpy(-0.01, x, y)
+        np.testing.assert_array_equal(y, want)
+    finally:
+        monkeypatch.delenv("TINYUNITS_BLAS_AXPY")
+        blas._routine.cache_clear()
