@@ -6,13 +6,15 @@
 import os as _os
 import sys as _sys
 
-# OpenBLAS's idle threads spin for ~0.1 s after every product before they sleep.
-# tinyunits' own threads (tinyunits.threads) then wait for a core at every hand-off:
-# on a machine with other work, B2's step took 3 s instead of 0.12. A short spin
-# (2^4 cycles) costs a wake-up per product instead. OpenBLAS reads this when NumPy
-# loads it: import tinyunits first, or set it yourself.
+# OpenBLAS's idle threads spin for 2^28 cycles (~0.1 s) after every product before
+# they sleep. tinyunits' own threads (tinyunits.threads) then wait for a core at every
+# hand-off: on a machine with other work, B2's step took 3 s instead of 0.12. Sleeping
+# at once (2^4) costs a wake-up of the other core per product instead: B1's step, five
+# products, paid eight a step. 2^22 cycles (1.6 ms at 2.6 GHz) spans the gaps between
+# one step's products, and no longer (tests/benchmarks/README.md has the numbers).
+# OpenBLAS reads this when NumPy loads it: import tinyunits first, or set it yourself.
 if "numpy" not in _sys.modules:
-    _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+    _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "22")
 
 from . import _check, backend, buffers  # buffers: glibc tuned for training loops on import
 from .backend import get_backend, set_backend
