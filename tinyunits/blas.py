@@ -3,8 +3,8 @@
 NumPy has no in-place scaled add: `p -= lr * g` first makes lr * g, a temporary as
 large as the parameter, then passes over memory again, all on one core. An update
 is that, for every parameter, every step: for the MLP 784-800-800-10 (1.3 M
-parameters, tests/benchmarks row B1) 0.5 ms of a 6 ms step, about what PyTorch's
-whole step gains on ours. BLAS's axpy makes the same update in one pass, on BLAS's
+parameters, tests/benchmarks row B1) 0.5 ms of a 6 ms step, as much as B1 then
+trailed PyTorch by. BLAS's axpy makes the same update in one pass, on BLAS's
 threads. NumPy does not expose it, so `axpy` calls it in the BLAS library NumPy
 loaded (found through threadpoolctl), and otherwise runs the NumPy line, which
 stays the reference:

@@ -9,16 +9,16 @@ dicts with "params" and any hyper-parameters that differ from the defaults:
 Parameters without a gradient (frozen, or unused in this step) are skipped.
 Updates are in place on each parameter's array, inside no_grad, and count as a
 change of its version: a graph recorded before the step refuses to backward. The
-last line of each, p -= lr * direction, is BLAS's axpy on the CPU (tinyunits.blas:
-one pass, no temporary).
+last line of each, p -= lr * direction, is BLAS's axpy where NumPy's BLAS has one
+(tinyunits.blas: one pass, no temporary).
 """
 from __future__ import annotations
 
 import math
 
 from . import _check as check
-from .blas import axpy
 from .backend import get_array_module
+from .blas import axpy
 from .tensor import Tensor, no_grad
 
 
