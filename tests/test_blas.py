@@ -22,7 +22,7 @@ def arrays(n, dtype, seed=0):
 @pytest.fixture
 def with_blas():
     """Skip where NumPy's BLAS has no axpy we call (the NumPy line is then all there is)."""
-    if blas._routine(np.dtype("float32")) is None:
+    if blas._routine("float32") is None:
         pytest.skip("no ILP64 OpenBLAS axpy in this NumPy")
 
 
@@ -68,6 +68,7 @@ def cases_for_numpy():
     yield "transposed", x.reshape(40, 100).T, y.reshape(40, 100).T.copy()
     yield "mixed dtypes", x.astype("float64"), y.copy()
     yield "float16", x.astype("float16"), y.astype("float16")
+    yield "byte-swapped", x.astype(">f4"), y.astype(">f4")
     yield "broadcast x", np.broadcast_to(x[:100], (40, 100)), y.reshape(40, 100).copy()
     both = np.concatenate([x, x[:1]])
     yield "overlapping", both[1:], both[:-1]
@@ -93,7 +94,7 @@ def test_blas_axpy_can_be_turned_off(monkeypatch):
     monkeypatch.setenv("TINYUNITS_BLAS_AXPY", "0")
     blas._routine.cache_clear()
     try:
-        assert blas._routine(np.dtype("float32")) is None
+        assert blas._routine("float32") is None
         x, y = arrays(10_001, "float32")
         want = reference(-0.01, x, y)
         blas.axpy(-0.01, x, y)

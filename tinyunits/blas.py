@@ -27,16 +27,15 @@ import ctypes
 import functools
 import os
 
-import numpy
+from . import backend
 
 NAMES = ("scipy_cblas_{t}axpy64_", "cblas_{t}axpy64_")  # NumPy 2 wheels, NumPy 1 wheels
-TYPES = {numpy.dtype("float32"): ("s", ctypes.c_float),
-         numpy.dtype("float64"): ("d", ctypes.c_double)}
+TYPES = {"float32": ("s", ctypes.c_float), "float64": ("d", ctypes.c_double)}
 
 
 def axpy(a: float, x, y) -> None:
     """y += a * x, in place (x and y: arrays of one shape and dtype)."""
-    routine = _routine(y.dtype) if _fits(x, y) else None
+    routine = _routine(y.dtype.name) if _fits(x, y) else None
     if routine is None:
         y += a * x
     else:
@@ -44,14 +43,18 @@ def axpy(a: float, x, y) -> None:
 
 
 def _fits(x, y) -> bool:
-    return (type(x) is numpy.ndarray and type(y) is numpy.ndarray and x.dtype == y.dtype
-            and x.shape == y.shape and x.flags.c_contiguous and y.flags.c_contiguous
-            and y.flags.writeable and not numpy.may_share_memory(x, y))
+    """Host NumPy arrays (not strict's, not CuPy's) of one native dtype and shape, laid
+    out as one run each, y writable and apart from x."""
+    np = backend.host_module()
+    return (type(x) is np.ndarray and type(y) is np.ndarray and x.dtype == y.dtype
+            and y.dtype.isnative and x.shape == y.shape and x.flags.c_contiguous
+            and y.flags.c_contiguous and y.flags.writeable and not np.may_share_memory(x, y))
 
 
 @functools.lru_cache(maxsize=None)
-def _routine(dtype):
-    """BLAS's ?axpy for dtype, with its argument types; None when there is none to use."""
+def _routine(dtype: str):
+    """BLAS's ?axpy for a dtype's name, with its argument types; None when there is
+    none to use."""
     if dtype not in TYPES or os.environ.get("TINYUNITS_BLAS_AXPY", "").strip() == "0":
         return None
     letter, scalar = TYPES[dtype]
