@@ -46,7 +46,7 @@ from ..nn.module import Module, Parameter
 
 
 class InnerNetFn(Function):
-    """f applied to every argument vector of x (B, k*n, *spatial) -> (B, k, *spatial)."""
+    """f applied to every argument vector of x `(B, k*n, *spatial) -> (B, k, *spatial)`."""
 
     def __init__(self, n_args: int, param_grads: bool = True):
         self.n_args, self.param_grads = n_args, param_grads
@@ -145,7 +145,7 @@ class InnerNet(Module):
         return self
 
     def apply(self, x):
-        """f on every argument vector of x (B, k*n_args, *spatial) -> (B, k, *spatial)."""
+        """f on every argument vector of x `(B, k*n_args, *spatial) -> (B, k, *spatial)`."""
         return InnerNetFn(self.n_args, not self.frozen)(x, *self.layer_parameters())
 
     def forward(self, points):
