@@ -75,10 +75,10 @@ def test_an_error_in_a_piece_reaches_the_caller():
         list(threads.map(piece, range(5), backend.asarray(np.zeros(1))))
 
 
-def _conv_step(x, W, b, g):
-    ts = [tu.tensor(a, requires_grad=True) for a in (x, W, b)]
+def _conv_step(x, W, b, g, dtype="float32"):
+    ts = [tu.tensor(a, requires_grad=True, dtype=dtype) for a in (x, W, b)]
     y = ops.conv2d(*ts, stride=1, padding=1)
-    y.backward(tu.tensor(g))
+    y.backward(tu.tensor(g, dtype=dtype))
     return [backend.to_host(a) for a in (y.data, *(t.grad for t in ts))]
 
 
@@ -100,3 +100,30 @@ def test_ops_give_the_same_numbers_bit_for_bit_on_any_number_of_threads(rng, ste
         threads.set_num_threads(n)
         for got, want in zip(step(*arrays), serial):
             np.testing.assert_array_equal(got, want)
+
+
+def test_device_arrays_are_not_cut_into_per_thread_pieces(monkeypatch, rng):
+    """On a GPU the pieces would run in order, each launching its own kernels: an op
+    runs once over the batch there (conv2d in chunks of DEVICE_COLUMN_ELEMENTS), and
+    gives the host's numbers. The device is played by on_host answering no."""
+    from tinyunits.ops import conv
+    from tinyunits.ops.conv import DEVICE_COLUMN_ELEMENTS, WideColumns
+    threads.set_num_threads(2)
+    xpad = np.zeros((400, 32, 28, 28), "float32")  # B2's second conv, batch 400
+    per_sample = 32 * 9 * 26 * 28
+    host_chunks = WideColumns(xpad[:128], 3, 1).chunks()
+    arrays = [rng.normal(size=s) for s in [(6, 3, 9, 8), (4, 3, 3, 3), (4,), (6, 4, 9, 8)]]
+    on_host = _conv_step(*arrays, dtype="float64")
+    monkeypatch.setattr(threads, "on_host", lambda x: False)
+
+    assert len(host_chunks) > 1 and WideColumns(xpad[:128], 3, 1).chunks() == [slice(0, 128)]
+    size = DEVICE_COLUMN_ELEMENTS // per_sample
+    assert WideColumns(xpad, 3, 1).chunks() == [slice(0, size), slice(size, 400)]
+    assert threads.per_thread(400, 2 ** 30, like=xpad) == [slice(0, 400)]
+    calls = []
+    threads.split(lambda a: calls.append(a.shape), xpad)
+    assert calls == [xpad.shape]
+    for cap in (DEVICE_COLUMN_ELEMENTS, 2 * 27 * 9 * 10):  # one chunk; chunks of 2 images
+        monkeypatch.setattr(conv, "DEVICE_COLUMN_ELEMENTS", cap)
+        for got, want in zip(_conv_step(*arrays, dtype="float64"), on_host):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

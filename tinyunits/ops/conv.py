@@ -44,6 +44,7 @@ from ..backend import get_array_module, host_module, sliding_window_view
 from ..function import Function
 
 COLUMN_ELEMENTS = 2 ** 20  # columns per chunk of the batch: 4 MB of float32, cache-sized
+DEVICE_COLUMN_ELEMENTS = 2 ** 26  # on a GPU: 256 MB of float32, a launch per tap per chunk
 MIN_CHUNKS = 4  # so that a small layer's batch is shared out over the threads too
 
 
@@ -66,7 +67,7 @@ def im2col(x, k: int, stride: int, out=None):
 
     def copy(part):
         cols[:, :, :, part] = windows[part].transpose(1, 4, 5, 0, 2, 3)
-    threads.run(copy, threads.per_thread(B, out.size), like=x)
+    threads.run(copy, threads.per_thread(B, out.size, like=x), like=x)
     return out
 
 
@@ -108,8 +109,12 @@ class Columns:
         """Chunks of about COLUMN_ELEMENTS columns, and at least MIN_CHUNKS of them (the
         threads share out chunks; a fixed count, so any thread count adds up dW alike).
         One chunk for a layer too small to share out (threads.per_thread would run its
-        chunks in order, each paying a chunk's dozen numpy calls: lesson 1's 14x14 VGG)."""
+        chunks in order, each paying a chunk's dozen numpy calls: lesson 1's 14x14 VGG).
+        On a GPU, chunks of DEVICE_COLUMN_ELEMENTS: each chunk costs a kernel launch per
+        tap, and no thread shares them out."""
         columns = self.rows * self.per_sample
+        if not threads.on_host(self.xpad):
+            return chunks(self.B, max(1, DEVICE_COLUMN_ELEMENTS // columns))
         if columns * self.B < threads.MIN_ELEMENTS:
             return [slice(0, self.B)]
         size = min(COLUMN_ELEMENTS // columns, -(-self.B // MIN_CHUNKS))
@@ -139,7 +144,7 @@ class Columns:
         """gx `(C, B, H, W)` += col2im of dcols `(C*k*k, n*per_sample)`, the chunk I."""
         dcols = dcols.reshape(self.C, self.k * self.k, -1, self.Ho, self.Wo)
         threads.run(lambda c: col2im_add(gx[c, I], dcols[c], self.k, self.stride),
-                    threads.per_thread(self.C, dcols.size), like=dcols)
+                    threads.per_thread(self.C, dcols.size, like=dcols), like=dcols)
 
 
 class WideColumns(Columns):
@@ -261,7 +266,8 @@ class Conv2d(Function):
                     cols = cols.reshape(plan.rows, -1)
                     plan.fill(cols, I)
                     work(k, I, cols)
-        pieces = threads.per_thread(len(chunked), elements=plan.rows * plan.per_sample * plan.B)
+        pieces = threads.per_thread(len(chunked), plan.rows * plan.per_sample * plan.B,
+                                    like=plan.xpad)
         with threads.blas_serial(like=plan.xpad):
             threads.run(run, pieces, like=plan.xpad)
 
