@@ -122,6 +122,11 @@ def per_thread(n: int, elements: int, like):
     return [slice(start, min(start + size, n)) for start in range(0, n, max(1, size))]
 
 
+def run_per_thread(fn, n: int, elements: int, like) -> None:
+    """run fn(I) for each slice I of per_thread(n, elements, like)."""
+    run(fn, per_thread(n, elements, like), like)
+
+
 def split(fn, *arrays) -> None:
     """fn(*parts) for each thread's share of the arrays' first axis (which they share),
     each part writing only its own rows of an output; fn(*arrays) once, here, for
@@ -130,7 +135,7 @@ def split(fn, *arrays) -> None:
     if a.ndim == 0 or a.size < MIN_ELEMENTS or not on_host(a):
         fn(*arrays)
         return
-    run(lambda I: fn(*(x[I] for x in arrays)), per_thread(a.shape[0], a.size, like=a), like=a)
+    run_per_thread(lambda I: fn(*(x[I] for x in arrays)), a.shape[0], a.size, like=a)
 
 
 def on_host(x) -> bool:

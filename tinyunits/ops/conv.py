@@ -67,7 +67,7 @@ def im2col(x, k: int, stride: int, out=None):
 
     def copy(part):
         cols[:, :, :, part] = windows[part].transpose(1, 4, 5, 0, 2, 3)
-    threads.run(copy, threads.per_thread(B, out.size, like=x), like=x)
+    threads.run_per_thread(copy, B, out.size, like=x)
     return out
 
 
@@ -143,8 +143,8 @@ class Columns:
     def add_back(self, gx, dcols, I):
         """gx `(C, B, H, W)` += col2im of dcols `(C*k*k, n*per_sample)`, the chunk I."""
         dcols = dcols.reshape(self.C, self.k * self.k, -1, self.Ho, self.Wo)
-        threads.run(lambda c: col2im_add(gx[c, I], dcols[c], self.k, self.stride),
-                    threads.per_thread(self.C, dcols.size, like=dcols), like=dcols)
+        threads.run_per_thread(lambda c: col2im_add(gx[c, I], dcols[c], self.k, self.stride),
+                               self.C, dcols.size, like=dcols)
 
 
 class WideColumns(Columns):
@@ -266,10 +266,9 @@ class Conv2d(Function):
                     cols = cols.reshape(plan.rows, -1)
                     plan.fill(cols, I)
                     work(k, I, cols)
-        pieces = threads.per_thread(len(chunked), plan.rows * plan.per_sample * plan.B,
-                                    like=plan.xpad)
         with threads.blas_serial(like=plan.xpad):
-            threads.run(run, pieces, like=plan.xpad)
+            threads.run_per_thread(run, len(chunked), plan.rows * plan.per_sample * plan.B,
+                                   like=plan.xpad)
 
     def backward(self, g):
         W, plan = self.W, self.plan

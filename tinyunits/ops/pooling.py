@@ -38,8 +38,8 @@ class _Pool(Function):
         # x's layout (channel-major after a conv); an average of integers is float64
         y = get_array_module(x).empty_like(windows[0], dtype=self.out_dtype(x.dtype))
         self.start(y)
-        threads.run(lambda I: self.pool([w[I] for w in windows], y[I], I),
-                    threads.per_thread(x.shape[0], x.size, like=x), like=x)
+        threads.run_per_thread(lambda I: self.pool([w[I] for w in windows], y[I], I),
+                               x.shape[0], x.size, like=x)
         return y
 
     def backward(self, g):
@@ -54,7 +54,7 @@ class _Pool(Function):
         def piece(I):
             gI = _copy_laid_out_as(g[I], views[0][I]) if relayout else g[I]
             self.unpool(gI, [v[I] for v in views], I)
-        threads.run(piece, threads.per_thread(g.shape[0], gx.size, like=g), like=g)
+        threads.run_per_thread(piece, g.shape[0], gx.size, like=g)
         return (gx,)
 
     def _positions(self, shape):
