@@ -48,3 +48,18 @@ def test_cupy_without_a_device_says_so_in_one_line(tmp_path):
     assert out.stdout == ("run.py --device cuda: skipped, CuPy finds no usable CUDA device "
                           "(RuntimeError: cudaErrorNoDevice: no CUDA-capable device is "
                           "detected)\n")
+
+
+def test_the_cpu_targets_are_not_applied_to_gpu_rows():
+    """The targets were set against PyTorch on the CPU; a GPU row measured against
+    cuDNN must not read "met" or "MISSED" by them."""
+    sys.path.insert(0, str(RUN.parent))
+    try:
+        import run
+    finally:
+        sys.path.remove(str(RUN.parent))
+    cases = type("cases", (), {"__getattr__": lambda self, name: None})()
+    cpu = {row_id: target for row_id, _, _, target in run.rows(cases)}
+    cuda = {row_id: target for row_id, _, _, target in run.rows(cases, "cuda")}
+    assert cpu.keys() == cuda.keys() and cpu["B1"] == 1.0
+    assert set(cuda.values()) == {None}
