@@ -352,3 +352,51 @@ def test_table_33_reads_the_store_only_when_it_holds_the_whole_sweep(monkeypatch
     for depth in (1, 2):
         ours, _ = rows[f"Table 3.3, {depth} hidden: TMAF - ReLU"]
         assert ours == "+1.00 pts (toy data; this run, one seed, 3 epochs)"
+
+
+def _fashion_rows(monkeypatch, store_holds_all):
+    """Lesson 5's Table 2 rows from this run's one repeat and a store of 2 repeats of 40
+    epochs: Dense flat at 90 %, Focus-s 86 % then 88 % from epoch 21 (catching up), Focus-c
+    flat at 85 % (not catching up), Fixed-s flat at 87 %."""
+    from lessons.closing import focusing as closing
+    curves = {"Dense": [0.90] * 40, "Focus-s": [0.86] * 20 + [0.88] * 20,
+              "Focus-c": [0.85] * 40, "Fixed-s": [0.87] * 40}
+
+    def stored(module, name, by, value, *args):
+        return {kind: [value({"test_acc": c})] * 2 for kind, c in curves.items()} \
+            if store_holds_all else {}
+
+    def held(module, name, by, value):
+        assert name == "focusing-fashion"
+        return {kind: [value({"test_acc": c})] * 2 for kind, c in curves.items()}
+
+    monkeypatch.setattr(closing, "stored", stored)
+    monkeypatch.setattr(closing, "held_whole", held)
+    results = _lesson.Results("paper", claims=closing.trials.PAPER)
+    closing.fashion(results, {"Dense": [87.0], "Focus-s": [85.0], "Focus-c": [84.0],
+                              "Fixed-s": [85.5]}, "quick")
+    return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
+
+
+def test_table_2_reasons_read_the_stores_learning_curves(monkeypatch, capsys):
+    """Lesson 5's Focus-s row said "the paper trains 200 epochs ..." under the store's runs of
+    200 epochs: the reason now says what those runs' curves show of the paper's reading."""
+    rows = _fashion_rows(monkeypatch, store_holds_all=True)
+    ours, holds, why = rows["Fashion Focus-s: best test acc"]
+    assert ours == "88.00 % (store, n=2)" and holds is False
+    assert why.endswith("Dense leads Focus-s by 4.00 pt at epoch 20 and by 2.00 at epoch 40, and "
+                        "gains +0.00 pt over epochs 21-40 to Focus-s's +2.00: the gap closes, as "
+                        "the paper's 'win later' says, but is not closed in 40 epochs")
+    _, _, why = rows["Fashion Focus-c: best test acc"]
+    assert why.endswith("by 5.00 pt at epoch 20 and by 5.00 at epoch 40, and gains +0.00 pt over "
+                        "epochs 21-40 to Focus-c's +0.00: the gap does not close (the paper: the "
+                        "focused nets win later)")
+
+
+def test_table_2_reasons_cite_the_papers_scale_for_a_shorter_run(monkeypatch, capsys):
+    from lessons.trials import focusing as trials
+    rows = _fashion_rows(monkeypatch, store_holds_all=False)
+    ours, holds, why = rows["Fashion Focus-s: best test acc"]
+    assert ours == "85.00 % (this run, n=1)" and holds is False
+    assert why == ("Focus-s 85.00 % against Dense 87.00 % (this run: 30000 training images, "
+                   f"H = 128, 20 epochs, 1 repeat(s)); {trials.SHORTER}")
