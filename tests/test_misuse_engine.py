@@ -633,6 +633,28 @@ def test_bool_of_more_or_fewer_elements_is_an_error(shape):
             pass
 
 
+@pytest.mark.parametrize("other", [lambda t: tu.tensor(host(t.data)), lambda t: host(t.data),
+                                   lambda t: t.data, lambda t: 1.0, lambda t: np.float32(1),
+                                   lambda t: [1.0, 2.0]],
+                         ids=["tensor", "host array", "its array", "float", "numpy scalar", "list"])
+@pytest.mark.parametrize("op", ["==", "!="])
+def test_comparing_a_tensor_with_values_is_an_error_not_identity(op, other):
+    """Python's default == compares identity: tensor([1.]) == tensor([1.]) was False, and
+    np.mean(pred == y), a student's accuracy, a silent 0.0."""
+    t = tu.tensor([1.0, 2.0])
+    compare = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b}[op]
+    for a, b in [(t, other(t)), (other(t), t)]:
+        with pytest.raises(TypeError, match=rf"{op}: a Tensor does not define {op} \(Python's "
+                                            r"default compares identity"):
+            compare(a, b)
+
+
+def test_a_tensor_is_still_hashed_by_identity_and_unequal_to_none_and_other_objects():
+    t, u = tu.tensor([1.0]), tu.tensor([1.0])
+    assert len({t, u, t}) == 2 and {t: 1}[t] == 1 and t in [t]
+    assert (t == None) is False and (t != None) is True and (t == "t") is False  # noqa: E711
+
+
 # ------------------------------------------------------------------------ class 4: modules
 def _owner(model, dotted):
     *path, name = dotted.split(".")
