@@ -633,6 +633,24 @@ def test_bool_of_more_or_fewer_elements_is_an_error(shape):
             pass
 
 
+@pytest.mark.parametrize("values", [2.75, [2.75], [[2.75]]])
+def test_a_one_element_tensor_converts_to_a_number(values):
+    t = tu.tensor(values, requires_grad=True)
+    assert float(t) == 2.75 and int(t) == 2 and int(tu.tensor(values) * -1) == -2
+    assert f"{t:.3f}" == "2.750" and f"{t:>6.1f}" == "   2.8" and f"{t}" == str(t)
+    assert not math.isnan(t)
+
+
+@pytest.mark.parametrize("shape", [(2,), (0,), (2, 2)])
+@pytest.mark.parametrize("call, convert", [("float", float), ("int", int),
+                                           ("format", lambda t: f"{t:.3f}")])
+def test_a_tensor_of_more_or_fewer_elements_is_no_number(call, convert, shape):
+    with pytest.raises(TypeError, match=rf"{call}: only a one-element tensor converts to a "
+                                        "Python number, got a tensor of shape "
+                                        + re.escape(str(shape))):
+        convert(tu.tensor(np.ones(shape)))
+
+
 @pytest.mark.parametrize("other", [lambda t: tu.tensor(host(t.data)), lambda t: host(t.data),
                                    lambda t: t.data, lambda t: 1.0, lambda t: np.float32(1),
                                    lambda t: [1.0, 2.0]],

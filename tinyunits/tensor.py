@@ -212,6 +212,23 @@ class Tensor:
                              "or reduce it first")
         return bool(self.item())
 
+    # float(loss), int(t), f"{loss:.4f}": a one-element tensor's value, as NumPy's and
+    # PyTorch's (math.isnan(t) and friends go through __float__)
+    def __float__(self):
+        return float(self._number("float"))
+
+    def __int__(self):
+        return int(self._number("int"))
+
+    def __format__(self, spec):
+        return format(self._number("format"), spec) if spec else str(self)
+
+    def _number(self, call):
+        if self.size != 1:
+            raise TypeError(f"{call}: only a one-element tensor converts to a Python number, "
+                            f"got a tensor of shape {self.shape} ({self.size} elements)")
+        return self._data.item()
+
     def __eq__(self, other):
         return self._compare("==", other)
 
