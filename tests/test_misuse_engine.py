@@ -655,15 +655,18 @@ def test_a_tensor_of_more_or_fewer_elements_is_no_number(call, convert, shape):
                                    lambda t: t.data, lambda t: 1.0, lambda t: np.float32(1),
                                    lambda t: [1.0, 2.0]],
                          ids=["tensor", "host array", "its array", "float", "numpy scalar", "list"])
-@pytest.mark.parametrize("op", ["==", "!="])
+@pytest.mark.parametrize("op", ["==", "!=", "<", "<=", ">", ">="])
 def test_comparing_a_tensor_with_values_is_an_error_not_identity(op, other):
     """Python's default == compares identity: tensor([1.]) == tensor([1.]) was False, and
     np.mean(pred == y), a student's accuracy, a silent 0.0."""
     t = tu.tensor([1.0, 2.0])
-    compare = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b}[op]
+    compare = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+               ">": operator.gt, ">=": operator.ge}[op]
+    mirror = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}  # x < t asks t: t > x
     for a, b in [(t, other(t)), (other(t), t)]:
-        with pytest.raises(TypeError, match=rf"{op}: a Tensor does not define {op} \(Python's "
-                                            r"default compares identity"):
+        named = op if isinstance(a, tu.Tensor) else mirror.get(op, op)
+        with pytest.raises(TypeError, match=re.escape(f"{named}: a Tensor does not define {named}")
+                           + (r" \(Python's default compares identity" if op in ("==", "!=") else ";")):
             compare(a, b)
 
 

@@ -229,26 +229,29 @@ class Tensor:
                             f"got a tensor of shape {self.shape} ({self.size} elements)")
         return self._data.item()
 
-    def __eq__(self, other):
-        return self._compare("==", other)
-
-    def __ne__(self, other):
-        return self._compare("!=", other)
+    def __eq__(self, other): return self._compare("==", other)
+    def __ne__(self, other): return self._compare("!=", other)
+    def __lt__(self, other): return self._compare("<", other)
+    def __le__(self, other): return self._compare("<=", other)
+    def __gt__(self, other): return self._compare(">", other)
+    def __ge__(self, other): return self._compare(">=", other)
 
     __hash__ = object.__hash__  # a tensor is a graph node: hashed, and a dict key, by identity
 
     def _compare(self, op, other):
         # Python's default == is identity: tensor([1.]) == tensor([1.]) was False, and
-        # np.mean(pred == y) a silent 0.0. NumPy and PyTorch compare elementwise; a tensor
-        # is not differentiable in a comparison, so its array is the thing to compare.
+        # np.mean(pred == y) a silent 0.0 (and < a bare "not supported"). NumPy and PyTorch
+        # compare elementwise; a comparison is not differentiable, so the arrays compare.
         if other is None or not isinstance(other, (Tensor, int, float, complex, list, tuple)) \
                 and not hasattr(other, "__array_interface__") and not hasattr(other, "shape"):
             return NotImplemented  # t == None, t == "a": False, as for any object
-        raise TypeError(f"{op}: a Tensor does not define {op} (Python's default compares "
-                        f"identity, so equal tensors would be unequal); compare the arrays, "
-                        f"t.data {op} u.data, or a value, t.item() {op} x, and use `is` for "
-                        f"identity; got a Tensor of shape {self.shape} and a "
-                        f"{type(other).__name__}")
+        identity = op in ("==", "!=")
+        raise TypeError(f"{op}: a Tensor does not define {op}"
+                        + (" (Python's default compares identity, so equal tensors would be "
+                           "unequal)" if identity else "")
+                        + f"; compare the arrays, t.data {op} u.data, or a value, t.item() {op} x"
+                        + (", and use `is` for identity" if identity else "")
+                        + f"; got Tensor of shape {self.shape} and {type(other).__name__}")
 
     def __repr__(self):
         grad = ", requires_grad=True" if self.requires_grad else ""
