@@ -74,3 +74,16 @@ def test_full_grids_name_each_trial_once_and_their_own_modules_functions(module)
         keys = [sweep.trial_key(t) for t in trials]
         assert len(set(keys)) == len(keys), f"{name}: a trial twice"
         assert fn.__module__ == module.__name__ and trials, name
+
+
+def test_one_command_per_lesson_runs_every_sweep_its_full_mode_reads():
+    """`python -m lessons.trials focusing` ran only the random trials; Figure 2's and Table
+    2's grids were under another name, focusing-fashion."""
+    from lessons.trials import hannet
+    from lessons.trials.__main__ import sweeps_of
+    for lesson, module in [("dac", dac), ("two_argument", two_argument), ("tmaf", tmaf),
+                           ("focusing", focusing), ("hannet", hannet)]:
+        paper = {module.SWEEP} if hasattr(module, "SWEEP") else set()
+        grids = set(module.grids("full")) if hasattr(module, "grids") else set()
+        assert set(sweeps_of(lesson)) == paper | grids and paper | grids
+    assert set(sweeps_of("focusing")) == {"05-random-trials", "focusing-ltf", "focusing-fashion"}

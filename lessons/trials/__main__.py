@@ -1,19 +1,20 @@
 """Run a lesson's paper-scale sweeps into the store, then say what the store holds.
 
     python -m lessons.trials hannet   --workers 2    # lesson 4: 120 runs of 40,000 steps
-    python -m lessons.trials focusing --workers 2    # lesson 5: Table 1's 750 random trials
+    python -m lessons.trials focusing --workers 2    # lesson 5: Table 1's 750 random trials,
+                                                     # Figure 2's and Table 2's runs
     python -m lessons.trials dac --workers 2         # lesson 1's --full grids
     python -m lessons.trials two_argument --workers 2   # lesson 2's, the robust runs too
     python -m lessons.trials tmaf --workers 2        # lesson 3's
-    python -m lessons.trials focusing-fashion --workers 2   # lesson 5's other grids
     python -m lessons.trials hannet --table          # only print the stored table
     python -m lessons.trials dac --status            # per sweep: trials, finished, stale
+    python -m lessons.trials focusing --only focusing-fashion   # one sweep of the lesson
     python -m lessons.trials hannet --adopt 3        # rows stored before code identities:
                                                      # recompute 3, then stamp (sweep.adopt)
 
-The grids are each trial module's grids("full"): the sweep names, trial functions and
-settings that the lesson's --full gives _lesson.grid, so the lesson finds them in the
-store. Finished trials are never recomputed while their code is the same: stop it any
+A lesson's sweeps are its trial module's paper sweep (SWEEP, TRIAL, paper_trials(), where
+it has one) and its grids("full"): the sweep names, trial functions and settings that the
+lesson's --full gives _lesson.grid, so the lesson finds them in the store. Finished trials are never recomputed while their code is the same: stop it any
 time, run it again later. --only NAME runs one sweep of the lesson; --limit K only the
 first K trials of each (each module orders its trials so the most informative finish
 first).
@@ -29,16 +30,16 @@ sys.path.insert(0, ROOT)  # datasets.py and tinyunits from this checkout
 from lessons.trials import dac, focusing, hannet, stored_rows, tmaf, two_argument  # noqa: E402
 from tinyunits import sweep  # noqa: E402
 
-PAPER_SWEEPS = {"hannet": hannet, "focusing": focusing}  # each module's SWEEP, TRIAL, table
-GRIDS = {"dac": dac, "two_argument": two_argument, "tmaf": tmaf, "focusing-fashion": focusing}
+LESSONS = {"dac": dac, "two_argument": two_argument, "tmaf": tmaf, "hannet": hannet,
+           "focusing": focusing}
 
 
 def sweeps_of(lesson):
     """{sweep name: (trial function, settings list)} that `lesson` runs at paper scale."""
-    if lesson in PAPER_SWEEPS:
-        module = PAPER_SWEEPS[lesson]
-        return {module.SWEEP: (module.TRIAL, module.paper_trials())}
-    return GRIDS[lesson].grids("full")
+    module = LESSONS[lesson]
+    paper = ({module.SWEEP: (module.TRIAL, module.paper_trials())}
+             if hasattr(module, "SWEEP") else {})
+    return {**paper, **(module.grids("full") if hasattr(module, "grids") else {})}
 
 
 def status(name, fn, trials, store):
@@ -53,7 +54,7 @@ def status(name, fn, trials, store):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("lesson", choices=sorted(PAPER_SWEEPS) + sorted(GRIDS))
+    parser.add_argument("lesson", choices=sorted(LESSONS))
     parser.add_argument("--store", default=os.path.join(ROOT, "lessons", "results", "sweeps.sqlite"))
     parser.add_argument("--only", default=None, metavar="NAME", help="run only this sweep")
     parser.add_argument("--limit", type=int, default=None, metavar="K")
@@ -81,8 +82,8 @@ def main(argv=None):
                       scheduler=args.scheduler, timeout=args.timeout)
             print(f"{name}: {len(trials[:args.limit])} trials in "
                   f"{time.perf_counter() - start:.0f} s wall", flush=True)
-    if args.table and args.lesson in PAPER_SWEEPS:
-        print(PAPER_SWEEPS[args.lesson].table(args.store))
+    if args.table and hasattr(LESSONS[args.lesson], "table"):
+        print(LESSONS[args.lesson].table(args.store))
     else:
         for name, (fn, trials) in sweeps.items():
             print(status(name, fn, trials, args.store))

@@ -293,7 +293,7 @@ def table(store):
 def grids(mode):
     """Lesson 5's grids in `mode` (the random trials are paper_trials()): the trials lesson
     5 gives _lesson.grid, in the order it runs them. -> {sweep name: (trial function,
-    settings list)}. `python -m lessons.trials focusing-fashion` runs the "full" ones
+    settings list)}. `python -m lessons.trials focusing` runs the "full" ones
     into the store that lesson 5's --full reads."""
     sizes = SIZES[mode]
     n_ltf, ltf_epochs, ltf_seeds = sizes["ltf"]
