@@ -350,7 +350,10 @@ closing.oscillatory(results, osc, S["oscillatory"])  # the store's rows too
 # proportion (`verdicts.difference_se`: about 0.45 pts at 88 % on 10000);
 # from the store's 5 seeds, that of the difference of the two means over the
 # seeds (`verdicts.mean_difference_se`). "yes" if the gain counts and reaches
-# half the paper's, "partly" if it counts but is smaller, NO if it does not count.
+# half the paper's, "partly" if it counts but is smaller. One that does not count
+# is NO if the paper's gain is more than 2 standard errors above ours, and
+# "unclear" if not: a gain of the paper's size would not have counted either
+# (the paper's +0.4 points with two hidden layers is such a gain).
 # Both depths read the store's seeds when it holds the whole tmaf-images sweep
 # (every net at every depth), else this run's.
 

@@ -170,12 +170,20 @@ def mean_difference_se(a, b) -> float:
     return math.sqrt(variance_of_mean(a) + variance_of_mean(b))
 
 
+GAIN_RULE = ("yes if it counts and reaches half the paper's, partly if it counts; if it does "
+             f"not, NO where the paper's is more than {NOISE_SE:g} standard errors above ours, "
+             "else unclear")
+
+
 def gain(ours, paper, se) -> str:
-    """A gain (points) the paper reports as `paper`: NO if ours is not above NOISE_SE
-    standard errors (se), "yes" if it is and reaches half the paper's, else "partly"."""
-    if ours <= NOISE_SE * se:
-        return "NO"
-    return "yes" if ours >= paper / 2 else "partly"
+    """A gain (points) the paper reports as `paper`, ours with standard error se. Ours
+    counts above NOISE_SE standard errors: "yes" if it does and reaches half the paper's,
+    "partly" if it does but is smaller. One that does not count is NO only where the
+    paper's gain lies more than NOISE_SE standard errors above it; else "unclear": a gain
+    of the paper's size would not count either, so our runs tell neither apart from 0."""
+    if ours > NOISE_SE * se:
+        return "yes" if ours >= paper / 2 else "partly"
+    return "NO" if paper - ours > NOISE_SE * se else "unclear"
 
 
 # Lesson 3, section 7: "comparable" cost.

@@ -98,11 +98,11 @@ def table_33(results, accuracy, dataset, n_test, epochs):
         results.add(f"Table 3.3, {depth} hidden: TMAF - ReLU", f"{gain:+.2f} pts ({dataset}; {source})",
                     verdicts.gain(gain, paper_tmaf - paper_relu, se),
                     rule=f"the gain counts above {verdicts.NOISE_SE:g} standard errors of {se:.2f} "
-                         "pts; yes if it counts and reaches half the paper's, partly if it counts, "
-                         "else NO; the store's seeds when it holds every net's at every depth "
-                         "(the whole tmaf-images sweep), else this run's",
+                         f"pts; {verdicts.GAIN_RULE}; the store's seeds when it holds every net's "
+                         "at every depth (the whole tmaf-images sweep), else this run's",
                     measured=f"our gain {gain:+.2f} pts is {gain / se:+.1f} standard errors of "
-                             f"{se:.2f} pts ({source})")
+                             f"{se:.2f} pts ({source}); the paper's {paper_tmaf - paper_relu:+.1f} is "
+                             f"{(paper_tmaf - paper_relu - gain) / se:.1f} standard errors above it")
 
 
 def step_cost(results, cost):
