@@ -327,8 +327,10 @@ results.add("negative curvature, Xavier-random f", f"{sum(k < 0 for k in xavier)
 # Which models are attacked depends on the mode: --full (and --tiny, briefly)
 # trains session III adversarially (`ROBUST`), --quick attacks the clean-trained
 # runs above. The closing row's rule, the 2-arg nets' mean accuracy under attack
-# at eps 0.3 above the ReLU nets', reads the store's adversarially trained runs
-# when it holds all of them, else this run's, and says which it compared.
+# at eps 0.3 above the ReLU nets' by more than 2 standard errors (as lesson 3's
+# gains: over the runs' spread, or for one run each, two accuracies on the
+# attacked images), reads the store's adversarially trained runs when it holds
+# all of them, else this run's, and says which it compared.
 
 # %%
 if ROBUST[SIZE]:  # --full: the same runs with session III trained adversarially (Madry et al.)
@@ -342,7 +344,7 @@ robust = {eps: {n: [r["pgd"][i] for r in attacked[n]] for n in NAMES}
           for i, eps in enumerate(EPSILONS)}  # eps -> n_args -> accuracy of each run
 print(f"PGD-{S['attack_steps']} (AutoAttack is not available) on {S['attack_images']} test images:")
 results.add("l_inf eps=0.3 acc. 2-arg/1-arg/ReLU", per_model(robust[0.3]), None)
-closing.robust_increment(results, robust[0.3], DATA, ROBUST[SIZE])  # the store's rows too
+closing.robust_increment(results, robust[0.3], DATA, ROBUST[SIZE], S["attack_images"])  # + store
 results.add("l_inf eps=0.1 acc. 2-arg/1-arg/ReLU", per_model(robust[0.1]), None)
 
 # %% [markdown]

@@ -410,3 +410,34 @@ def test_table_2_reasons_cite_the_papers_scale_for_a_shorter_run(monkeypatch, ca
     assert ours == "85.00 % (this run, n=1)" and holds is False
     assert why == ("Focus-s 85.00 % against Dense 87.00 % (this run: 30000 training images, "
                    f"H = 128, 20 epochs, 1 repeat(s)); {trials.SHORTER}")
+
+
+def _robust_rows(monkeypatch, store):
+    """Lesson 2's robust increment from this run (one run each, attacked on 500 images) and a
+    store that holds `store` ({model: accuracies %} or nothing)."""
+    from lessons.closing import two_argument as closing
+    monkeypatch.setattr(closing, "stored", lambda *args: store)
+    results = _lesson.Results("paper", claims=closing.trials.PAPER)
+    closing.robust_increment(results, {2: [0.002], 1: [0.002], 0: [0.0]}, "toy data", None, 500)
+    return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
+
+
+def test_a_robust_increment_of_one_image_in_500_is_not_the_papers_13_points(monkeypatch, capsys):
+    """Lesson 2 read "+0.20 (this run), paper +13.06 -> yes": 2-arg 0.2 % against ReLU 0.0 %
+    under attack, one image of 500."""
+    ours, holds, why = _robust_rows(monkeypatch, {})["robust increment 2-arg - ReLU (eps .3)"]
+    assert ours == "+0.20 (this run)" and holds == "NO"
+    se = verdicts.difference_se(0.002, 0.0, 500)
+    assert why.startswith("2-arg 0.20 % and ReLU 0.00 % under PGD at eps 0.3 (this run, 1 runs "
+                          "each, trained on clean images only): +1.0 standard errors of "
+                          f"{se:.2f} pts")
+
+
+def test_a_robust_increment_over_the_stores_runs_counts_against_their_spread(monkeypatch, capsys):
+    store = {"2-arg": [40.0, 41.0, 39.0, 40.0], "1-arg": [23.0] * 4,
+             "ReLU": [27.0, 26.0, 28.0, 27.0]}
+    ours, holds, _ = _robust_rows(monkeypatch, store)["robust increment 2-arg - ReLU (eps .3)"]
+    assert ours == "+13.00 (store)" and holds == "yes"
+    store["2-arg"] = [27.5, 26.5, 28.5, 27.5]  # +0.5 over a spread of about 0.6 pts: no count
+    ours, holds, _ = _robust_rows(monkeypatch, store)["robust increment 2-arg - ReLU (eps .3)"]
+    assert ours == "+0.50 (store)" and holds == "NO"
