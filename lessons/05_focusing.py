@@ -253,7 +253,9 @@ closing.learning_to_focus(results, ltf, SIZE)  # the store's rows too
 # bias; and each net scored by its best test accuracy over the epochs.
 #
 # The rules: on noisy sets "focus better" holds if the mean focus - dense gap
-# is above 0; on clean sets "similar" holds if its size is under 2 points
+# is above 2 standard errors of the mean (`verdicts.better`: the draws' std /
+# sqrt(n), so a few lucky draws do not count); on clean sets "similar" holds if
+# its size is under 2 points
 # (`verdicts.SIMILAR_PTS`). Both read the store's draws when it holds all 750
 # (a few quick draws say little), else this run's.
 

@@ -102,6 +102,17 @@ def similar(gap_pts) -> bool:
     return abs(gap_pts) < SIMILAR_PTS
 
 
+def better(gaps_pts) -> bool:
+    """Paired gaps (one per draw) whose mean lies above NOISE_SE standard errors of the
+    mean (their std / sqrt(n)): better beyond the draws' own spread."""
+    n = len(gaps_pts)
+    if n < 2:
+        return False  # one draw has no spread to measure against
+    mean = sum(gaps_pts) / n
+    std = math.sqrt(sum((g - mean) ** 2 for g in gaps_pts) / (n - 1))
+    return mean > NOISE_SE * std / math.sqrt(n)
+
+
 # Lesson 5, section 5: how far out-of-focus weights can be pruned.
 SPARSITY_BAND = 0.5  # points of test accuracy the pruned net may lose against the unpruned
 SPARSITY_CLAIM = 70.0  # % sparsity the paper keeps within that band (MNIST, Fig. 9b)

@@ -38,6 +38,18 @@ def test_random_trials_clean_gap_is_judged_on_the_stores_draws():
     assert verdicts.similar(1.99) and not verdicts.similar(2.0) and not verdicts.similar(-2.5)
 
 
+def test_focus_better_counts_only_beyond_the_draws_spread():
+    """The noisy sets' rule was "the mean gap above 0": 17 quick draws at +2.72 pts with a
+    std of 7 read yes, as the store's 487 at +2.52."""
+    rng = np.random.default_rng(1)
+    few, many = rng.normal(size=17), rng.normal(size=487)
+    few = list(7 * (few - few.mean()) / few.std(ddof=1) + 2.72)  # mean 2.72, std 7: se 1.70
+    many = list(6.81 * (many - many.mean()) / many.std(ddof=1) + 2.52)  # se 0.31
+    assert not verdicts.better(few) and verdicts.better(many)
+    assert not verdicts.better([5.0]) and verdicts.better([1.0, 1.1, 0.9])
+    assert not verdicts.better([-1.0, -1.1, -0.9])
+
+
 def test_foci_are_counted_from_where_they_started():
     """Issue 25: the spread start puts 2 of 4 foci on the informative inputs already
     (noise on both sides: [10/39, 29/39]); only those that moved there count."""

@@ -54,20 +54,23 @@ def random_trials(results, draws):
                   lambda r: 100 * (r["focus"] - r["dense"]),
                   {"noisy": "focus better", "clean": "similar"}, "{:+.2f}",
                   "focus - dense, best test accuracy, in points")
-    rules = {"noisy": (lambda gap: gap > 0, "the mean focus - dense gap is above 0"),
-             "clean": (verdicts.similar, f"|mean focus - dense| < {verdicts.SIMILAR_PTS:g} pts")}
+    rules = {"noisy": (verdicts.better, f"the mean focus - dense gap is above "
+                                        f"{verdicts.NOISE_SE:g} standard errors of the mean"),
+             "clean": (lambda gaps: verdicts.similar(np.mean(gaps)),
+                       f"|mean focus - dense| < {verdicts.SIMILAR_PTS:g} pts")}
     for label, (holds, rule) in rules.items():
         here = [100 * (t["focus"] - t["dense"]) for t in draws if t["noisy"] == (label == "noisy")]
         gaps, source = verdicts.evidence(held[label] if len(held) == len(rules) else None, here)
         gap = float(np.mean(gaps)) if gaps else float("nan")
+        std = float(np.std(gaps, ddof=1)) if len(gaps) > 1 else 0.0
         ours = f"{gap:+.2f} pts (n={len(gaps)}, {source}; focus better in {sum(g > 0 for g in gaps)})"
         if source == "store":
             ours += f"; this run {np.mean(here) if here else float('nan'):+.2f} (n={len(here)})"
-        results.add(f"random trials, {label}: focus - dense", ours, holds(gap) if gaps else False,
+        results.add(f"random trials, {label}: focus - dense", ours, holds(gaps) if gaps else False,
                     rule=rule + ", over the store's draws when it holds all 750, else this run's",
-                    measured=f"mean {gap:+.2f} pts, std "
-                             f"{np.std(gaps, ddof=1) if len(gaps) > 1 else 0:.2f}, over {len(gaps)} "
-                             f"{label} draws ({source})")
+                    measured=f"mean {gap:+.2f} pts, std {std:.2f} (standard error "
+                             f"{std / np.sqrt(max(len(gaps), 1)):.2f}), over {len(gaps)} {label} "
+                             f"draws ({source})")
 
 
 def fashion(results, best, mode):
