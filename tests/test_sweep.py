@@ -326,6 +326,7 @@ def test_lesson_tables_are_built_from_the_store(tmp_path, monkeypatch):
     # each seed's best lr: 0.95, 0.6 (a diverged 0.5 at lr 0.05 loses to it), 1.0
     assert lines[4].split() == ["hannet", "best", "10", "3", "85.0%", "95.0%", "60.0%", "100.0%", "0"]
     assert lines[5].startswith("STALE, not shown: 1 stored rows computed by other code")
+    assert "`python -m lessons.trials hannet --adopt 3`" in lines[5]
     assert len(lines) == 6  # fcnet has one lr: no best row
     sweep.run(focusing.SWEEP, stored_settings, [
         dict(trial=i, result=dict(noisy=i < 3, focus=f, dense=d))

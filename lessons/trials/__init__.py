@@ -34,8 +34,10 @@ def current_rows(name, store, fn):
     return held["current"], len(held["stale"])
 
 
-def stale_line(stale, fn):
-    """The line a table of stored rows prints for its stale rows ("" for none)."""
+def stale_line(stale, fn, module):
+    """The line a table of stored rows prints for its stale rows ("" for none); module: the
+    trial module's __name__, whose last part is the lesson's `python -m lessons.trials` name."""
+    lesson = module.rsplit(".", 1)[-1]
     return (f"STALE, not shown: {stale} stored rows computed by other code than "
-            f"{fn.__name__}'s now (`python -m lessons.trials <lesson> --adopt 3` checks and "
+            f"{fn.__name__}'s now (`python -m lessons.trials {lesson} --adopt 3` checks and "
             "stamps them if the code's results did not change)") if stale else ""

@@ -287,7 +287,7 @@ def table(store):
             lines.append(f"{label:<7}{len(sel):>5}{focus.mean():8.1%}{dense.mean():8.1%}"
                          f"{100 * (focus - dense).mean():+10.2f} pts  "
                          f"{int((focus > dense).sum())} of {len(sel)}")
-    return "\n".join(lines + [stale_line(stale, TRIAL)]).rstrip()
+    return "\n".join(lines + [stale_line(stale, TRIAL, __name__)]).rstrip()
 
 
 def grids(mode):

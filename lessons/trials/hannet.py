@@ -251,4 +251,4 @@ def table(store):
                 for runs in seeds.values() if set(runs) == lrs]
         if len(lrs) > 1 and best:
             lines.append(line(net, "best", steps, best))
-    return "\n".join(lines + [stale_line(stale, TRIAL)]).rstrip()
+    return "\n".join(lines + [stale_line(stale, TRIAL, __name__)]).rstrip()
