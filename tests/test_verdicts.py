@@ -462,3 +462,18 @@ def test_table_2_a_quick_runs_gain_within_its_noise_is_no_verdict(monkeypatch, c
         "Dense": [87.0], "Focus-s": [87.1], "Focus-c": [85.0], "Fixed-s": [85.5]})
     assert rows["Fashion Focus-s: best test acc"][1] == "unclear"  # the paper's +0.90: 1.7 se
     assert rows["Fashion Focus-c: best test acc"][1] == "NO"
+
+
+def test_foci_that_stayed_outside_are_measured_by_how_far_they_moved():
+    """Lesson 5's 'noise both' NO said 'not measured: why these foci stayed over the noise';
+    the reason now gives how far those foci moved, against the ones that crossed."""
+    from lessons.closing import focusing as closing
+    run = {"lo": 0.25, "hi": 0.75, "mu": np.array([[0.2, 0.4, 0.6, 0.8],    # start
+                                                  [0.21, 0.4, 0.6, 0.7]])}  # end
+    assert closing.travelled([run]) == (pytest.approx([0.1]), pytest.approx([0.01]),
+                                        pytest.approx([0.05]))
+    assert closing.stuck([run]) == ("the 1 that stayed outside had started a median 0.050 "
+                                    "outside the informative inputs and moved a median 0.010 (at "
+                                    "most 0.010); the 1 that crossed moved 0.100-0.100")
+    run["mu"][1] = [0.3, 0.4, 0.6, 0.7]
+    assert closing.stuck([run]) == "every one moved onto them"

@@ -13,6 +13,33 @@ def moved(run):
     return verdicts.moved_onto(run["mu"][0], run["mu"][-1], run["lo"], run["hi"])
 
 
+def travelled(runs):
+    """How far (|mu's end - start|) the foci that started outside the informative inputs
+    moved, and how far outside they started: (those that ended inside, those that stayed
+    outside, the starting distances of those that stayed)."""
+    onto, stayed, away = [], [], []
+    for run in runs:
+        lo, hi = run["lo"], run["hi"]
+        for start, end in zip(run["mu"][0], run["mu"][-1]):
+            if not lo <= start <= hi:
+                (onto if lo <= end <= hi else stayed).append(abs(float(end - start)))
+                if not lo <= end <= hi:
+                    away.append(float(max(lo - start, start - hi)))
+    return onto, stayed, away
+
+
+def stuck(runs):
+    """The travelled() of `runs` in words, for a reason."""
+    onto, stayed, away = travelled(runs)
+    if not stayed:
+        return "every one moved onto them"
+    text = (f"the {len(stayed)} that stayed outside had started a median {np.median(away):.3f} "
+            f"outside the informative inputs and moved a median {np.median(stayed):.3f} (at most "
+            f"{max(stayed):.3f})")
+    return text + (f"; the {len(onto)} that crossed moved {min(onto):.3f}-{max(onto):.3f}"
+                   if onto else "")
+
+
 def learning_to_focus(results, ltf, mode):
     """Figure 2: most foci that started outside the informative inputs end inside them, in
     seed 0 and pooled over the seeds; the apertures widen. ltf: {side: this run's runs,
@@ -28,6 +55,8 @@ def learning_to_focus(results, ltf, mode):
     results.add("noise left: foci moved onto informative (seed 0)", f"{k} of {n}",
                 verdicts.most(k, n), rule=rule, measured=f"in seed 0, {n - k} of the {n} stayed outside")
     whole = len(held) == 2 * len(ltf)  # both quantities of both sides: the whole sweep
+    stored_runs = held_whole(trials, "focusing-ltf", lambda s: s["side"], lambda r: r) \
+        if whole else {}
     for side, runs in ltf.items():
         here = tuple(int(sum(c)) for c in zip(*map(moved, runs)))
         (k, n), source = verdicts.evidence(
@@ -39,7 +68,8 @@ def learning_to_focus(results, ltf, mode):
                     "it holds them all",
                     measured=f"{n - k} of the {n} foci that started outside the informative inputs "
                              f"ended outside them ({source}, {seeds} seeds of "
-                             f"{trials.SIZES['full' if whole else mode]['ltf'][1]} epochs)")
+                             f"{trials.SIZES['full' if whole else mode]['ltf'][1]} epochs): "
+                             + stuck(stored_runs[side] if whole else runs))
     every = ltf["left"] + ltf["both"]
     wider, n_foci = sum(int((run["sigma"][-1] > 0.08).sum()) for run in every), 4 * len(every)
     results.add("apertures widened (sigma > 0.08)", f"{wider}/{n_foci}", verdicts.most(wider, n_foci),

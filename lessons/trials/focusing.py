@@ -58,7 +58,7 @@ SIZES = {
 # Lesson 5's closing table: each claim of the paper the lesson checks -> (the paper's
 # number, the likely reason where ours does not hold; {names}: the run's SIZES).
 _JAMMED = ("{measured}; the paper saw neurons 'jammed in noisy input regions' too; not measured: "
-           "why these foci stayed over the noise")
+           "what holds these foci (mu's gradient there)")
 # Table 2's reason: what the store's runs measured of the paper's reading of it, or for a
 # run shorter than the paper's, this (lessons/closing/focusing.py picks).
 SHORTER = ("the paper trains 60000 images, H = 800, 200 epochs, 5 repeats, and notes that the "
