@@ -400,7 +400,9 @@ closing.regression(results, reg, REG_DATA, SIZE)  # the store's rows too, and th
 # seed decides each point here; the paper averages replicates. The closing rows
 # (`verdicts.doubling_gains`) compare mean log-MSEs at the largest w: over the
 # store's 5 seeds at w = 25 to 200 when it holds all 80 of them (the table above),
-# else this run's one seed.
+# else this run's one seed. A difference counts as lower (`verdicts.lower`) only
+# beyond 2 standard errors of the seeds' spread; one seed has no spread, so from
+# one seed the rows read "unclear".
 #
 # ## 6. A plain convnet on Fashion-MNIST: baseline vs DAC
 #

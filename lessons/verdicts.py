@@ -1,7 +1,7 @@
 """The rules behind the lessons' verdicts: pure functions of the numbers a lesson prints.
 
-A verdict in a lesson's closing table is "yes", "partly", "NO" (or True / False,
-printed as yes / NO). Each rule here has its thresholds as named constants, and the
+A verdict in a lesson's closing table is "yes", "partly", "NO", "unclear" (or True /
+False, printed as yes / NO). Each rule here has its thresholds as named constants, and the
 lesson's prose states each one where the rule is used, so that a reader can redo the
 verdict from the printed numbers. tests/test_verdicts.py checks every rule on fixed
 inputs. Where a lesson prints both its own quick run and the store's paper-scale rows
@@ -10,6 +10,9 @@ inputs. Where a lesson prints both its own quick run and the store's paper-scale
 import math
 
 MOST = 0.5  # "most" of a count: more than this share of it
+# A difference (a gain, a gap, a log-MSE) counts only where it is larger than its noise
+# (lessons 1, 2, 3 and 5): more than this many standard errors.
+NOISE_SE = 2.0
 
 
 def most(k, n) -> bool:
@@ -52,6 +55,26 @@ def doubling_gains(mse, w) -> tuple:
     the baseline's, in nats (below 0: lower MSE than the baseline)."""
     base = mean_log(mse[w, "base w"])
     return tuple(mean_log(mse[w, net]) - base for net in ("DAC w/sqrt2", "DAC w", "base w*sqrt2"))
+
+
+def log_se(a, b):
+    """The standard error of mean_log(a) - mean_log(b) over seeds; None with fewer than 2
+    seeds of either (one seed has no spread to measure)."""
+    if min(len(a), len(b)) < 2:
+        return None
+    return mean_difference_se([math.log(v) for v in a], [math.log(v) for v in b])
+
+
+LOWER_RULE = (f"yes if more than {NOISE_SE:g} standard errors over seeds below 0, NO if as far "
+              "above, else (or from one seed) unclear")
+
+
+def lower(difference, se) -> str:
+    """A difference the paper reports only as lower (below 0): "yes" below -NOISE_SE
+    standard errors, NO above +NOISE_SE of them, "unclear" between, or with no se."""
+    if se is None or abs(difference) <= NOISE_SE * se:
+        return "unclear"
+    return "yes" if difference < 0 else "NO"
 
 
 # Lesson 2: session I fits the random map, and f takes its shape early (Figure 5).
@@ -161,9 +184,6 @@ def fits_fast_part(error, relu_error) -> str:
     "partly" if only below ReLU's error, else NO."""
     return "yes" if error < FAST_FIT else "partly" if error < relu_error else "NO"
 
-
-# Lesson 3, section 6: an accuracy gain counts only where it is larger than its noise.
-NOISE_SE = 2.0  # standard errors a gain must exceed to count
 
 
 def difference_se(acc_a, acc_b, n) -> float:

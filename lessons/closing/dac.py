@@ -120,6 +120,10 @@ def vgg(results, runs, settings):
                          "standard errors above it")
 
 
+def _noise(se):
+    return "one seed: no spread" if se is None else f"standard error {se:.2f}"
+
+
 def regression(results, mse, data, mode):
     """Figures 3 and 4 at the largest baseline width w: the DAC twin below the baseline at the
     same parameters, and doubling by biases lowering the log-MSE more than doubling by weights.
@@ -144,14 +148,19 @@ def regression(results, mse, data, mode):
                 "dac-widths when it holds them all (w up to "
                 f"{max(full['mlp'][0])}, means over seeds), else this run's")
     same, by_biases, by_weights = verdicts.doubling_gains(mses, w)
-    results.add("Fig 3, same params: DAC vs base", f"w={w}: {same:+.2f} nats ({source})", same < 0,
-                rule=f"the DAC twin's mean log test MSE below the baseline's, {evidence}",
+    se_same = verdicts.log_se(mses[w, "DAC w/sqrt2"], mses[w, "base w"])
+    se_doubling = verdicts.log_se(mses[w, "DAC w"], mses[w, "base w*sqrt2"])
+    results.add("Fig 3, same params: DAC vs base", f"w={w}: {same:+.2f} nats ({source})",
+                verdicts.lower(same, se_same),
+                rule=f"the DAC twin's mean log test MSE minus the baseline's: {verdicts.LOWER_RULE}; "
+                     f"{evidence}",
                 measured=f"at w={w} the DAC twin's mean log-MSE is {same:+.2f} nats from the "
-                         f"baseline's, an MSE {math.exp(same):.2f}x as large ({scale})")
+                         f"baseline's ({_noise(se_same)}), an MSE {math.exp(same):.2f}x as large "
+                         f"({scale})")
     results.add("Fig 4, x2 params: biases vs weights",
                 f"w={w}: {by_biases:+.2f} vs {by_weights:+.2f} nats ({source})",
-                by_biases < by_weights,
-                rule=f"doubling by biases lowers the mean log-MSE more than doubling by weights, "
-                     f"{evidence}",
+                verdicts.lower(by_biases - by_weights, se_doubling),
+                rule=f"doubling by biases minus doubling by weights, in mean log-MSE: "
+                     f"{verdicts.LOWER_RULE}; {evidence}",
                 measured=f"at w={w} biases change the mean log-MSE by {by_biases:+.2f} nats, weights "
-                         f"by {by_weights:+.2f} ({scale})")
+                         f"by {by_weights:+.2f} ({_noise(se_doubling)} of their difference; {scale})")
