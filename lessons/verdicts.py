@@ -185,7 +185,8 @@ def fits_fast_part(error, relu_error) -> str:
     return "yes" if error < FAST_FIT else "partly" if error < relu_error else "NO"
 
 
-
+# The standard errors a difference is counted against (NOISE_SE of them), and the rule for
+# a gain the paper reports as a number (lessons 1, 2, 3 and 5).
 def difference_se(acc_a, acc_b, n) -> float:
     """The standard error, in points, of the difference of two accuracies (fractions)
     measured on the same n test images, each as a binomial proportion."""
