@@ -434,13 +434,14 @@ def test_table_2_reasons_cite_the_papers_scale_for_a_shorter_run(monkeypatch, ca
                    f"H = 128, 20 epochs, 1 repeat(s)); {trials.SHORTER}")
 
 
-def _robust_rows(monkeypatch, store):
+def _robust_rows(monkeypatch, store, here=None):
     """Lesson 2's robust increment from this run (one run each, attacked on 500 images) and a
     store that holds `store` ({model: accuracies %} or nothing)."""
     from lessons.closing import two_argument as closing
     monkeypatch.setattr(closing, "stored", lambda *args: store)
     results = _lesson.Results("paper", claims=closing.trials.PAPER)
-    closing.robust_increment(results, {2: [0.002], 1: [0.002], 0: [0.0]}, "toy data", None, 500)
+    closing.robust_increment(results, here or {2: [0.002], 1: [0.002], 0: [0.0]}, "toy data",
+                             None, 500)
     return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
 
 
@@ -487,3 +488,11 @@ def test_foci_that_stayed_outside_are_measured_by_how_far_they_moved():
                                     "most 0.010); the 1 that crossed moved 0.100-0.100")
     run["mu"][1] = [0.3, 0.4, 0.6, 0.7]
     assert closing.stuck([run]) == "every one moved onto them"
+
+
+def test_no_image_survives_the_attack_in_either_net(monkeypatch, capsys):
+    """0 % against 0 % on 500 images: a standard error of 0, no division by it."""
+    ours, holds, why = _robust_rows(monkeypatch, {}, {2: [0.0], 1: [0.0], 0: [0.0]})[
+        "robust increment 2-arg - ReLU (eps .3)"]
+    assert ours == "+0.00 (this run)" and holds == "NO"
+    assert "no spread to count against (standard error 0)" in why

@@ -101,4 +101,5 @@ def robust_increment(results, accuracy, data, robust, n_images):
                      f"all, else this run's, {_training(robust)} (read here: {source})",
                 measured=f"2-arg {np.mean(two_arg):.2f} % and ReLU {np.mean(relu):.2f} % under "
                          f"PGD at eps 0.3 ({source}, {len(relu)} runs each, {compared}): "
-                         f"{increment / se:+.1f} standard errors of {se:.2f} pts")
+                         + (f"{increment / se:+.1f} standard errors of {se:.2f} pts" if se else
+                            "no spread to count against (standard error 0)"))
