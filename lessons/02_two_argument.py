@@ -189,14 +189,17 @@ results.add("test acc. 2-arg/1-arg/ReLU (sess. III)", per_model(test3), None)
 #
 # Validation accuracy per epoch, mean +- 1 SD over repetitions. (The paper
 # plots test accuracy; we keep the test set for the end.) The closing rows count
-# the epochs where the 2-arg nets' mean curve is above ReLU's; they read the
-# store's --full runs when it holds every 2-arg and ReLU run, else this run's,
-# and say which.
+# the epochs where the 2-arg nets' mean curve is above ReLU's, each epoch's gap
+# against its noise (`verdicts.above_throughout`: over the runs' spread, or for
+# one run, that of two accuracies on the validation images): NO if an epoch lies
+# more than 2 standard errors below, yes if none does and most lie as far above,
+# else unclear. They read the store's --full runs when it holds every 2-arg and
+# ReLU run, else this run's, and say which.
 
 # %%
 sessions = closing.mean_curves(runs)  # name -> mean and SD per epoch, cut to the shortest run
 figure(plots.learning_curves(sessions["II"], sessions["III"], DATA), "learning_curves.png")
-closing.learning_curves(results, runs)  # the store's runs when it holds them all
+closing.learning_curves(results, runs, S["n_val"])  # the store's runs when it holds them all
 
 # %% [markdown]
 # ## How fast does f take shape? (Figure 5)

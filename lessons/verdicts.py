@@ -77,6 +77,16 @@ def lower(difference, se) -> str:
     return "yes" if difference < 0 else "NO"
 
 
+def above_throughout(gaps, ses) -> str:
+    """Figure 4d's "above in every epoch", each epoch's gap (points) against its standard
+    error: NO if some epoch lies more than NOISE_SE standard errors below 0, "yes" if none
+    does and most lie as far above it, else "unclear"."""
+    if any(g < -NOISE_SE * s for g, s in zip(gaps, ses)):
+        return "NO"
+    return "yes" if most(sum(g > NOISE_SE * s for g, s in zip(gaps, ses)), len(gaps)) \
+        else "unclear"
+
+
 # Lesson 2: session I fits the random map, and f takes its shape early (Figure 5).
 FIT_R2 = 0.9  # a session I fit "fits" the map above this R^2
 SETTLED = 0.9  # f has "settled" when its correlation with the final f is above this

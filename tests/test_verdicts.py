@@ -330,7 +330,7 @@ def _learning_curve_rows(monkeypatch, held_whole):
     monkeypatch.setattr(closing, "held_whole", held)
     here = {2: [run(0.6, 2)], 1: [run(0.65, 2)], 0: [run(0.7, 2), run(0.7, 3)]}
     results = _lesson.Results("paper", claims=trials.PAPER, settings=dict(reps=1, epochs=3))
-    closing.learning_curves(results, here)
+    closing.learning_curves(results, here, 3000)
     return {what: (ours, holds, rule, why) for what, _, ours, holds, why, rule in results}
 
 
@@ -340,18 +340,29 @@ def test_learning_curve_verdicts_read_the_stores_runs_when_it_holds_them_all(mon
     rows = _learning_curve_rows(monkeypatch, held_whole=True)
     for session in ("II", "III"):
         ours, holds, rule, why = rows[f"epochs 2-arg above ReLU, session {session}"]
-        assert ours == "5 of 5 (store)" and holds is True
+        assert ours == "5 of 5, 5 beyond 2 se (store)" and holds == "yes"
         assert "the store's runs when it holds every 2-arg and ReLU run" in rule
         assert "(read here: store)" in rule
-        assert "+10.00 to +10.00 points over the 5 epochs: 4 run(s) of each model (store) decide" in why
+        assert ("+10.00 to +10.00 points over the 5 epochs, 5 of them beyond 2 standard errors: 4 "
+                "run(s) of each model (store) decide") in why
 
 
 def test_learning_curve_verdicts_read_this_run_when_the_store_lacks_a_model(monkeypatch, capsys):
     rows = _learning_curve_rows(monkeypatch, held_whole=False)
     ours, holds, rule, why = rows["epochs 2-arg above ReLU, session II"]
-    assert ours == "0 of 2 (this run)" and holds is False  # ReLU cut to its shorter run
+    assert ours == "0 of 2, 0 beyond 2 se (this run)" and holds == "NO"  # ReLU cut to 2 epochs
     assert "(read here: this run)" in rule
-    assert "-10.00 to -10.00 points over the 2 epochs: 1 run(s) of each model (this run) decide" in why
+    assert ("-10.00 to -10.00 points over the 2 epochs, 0 of them beyond 2 standard errors: 1 "
+            "run(s) of each model (this run) decide") in why
+
+
+def test_an_epoch_below_within_its_noise_does_not_turn_the_curves_around():
+    """Lesson 2's session III read NO for 45 of 46 epochs: the one below, -0.64 pts, was
+    within its standard error of 0.62 over the store's 4 runs; 43 epochs lay beyond 2 se."""
+    gaps, ses = [1.0] * 43 + [0.5, 0.3, -0.64], [0.3] * 43 + [0.6, 0.6, 0.62]
+    assert verdicts.above_throughout(gaps, ses) == "yes"
+    assert verdicts.above_throughout(gaps[:-1] + [-1.3], ses) == "NO"
+    assert verdicts.above_throughout([0.5, 0.3, 1.0], [0.6, 0.6, 0.3]) == "unclear"
 
 
 def _table_33_rows(monkeypatch, held_depths):

@@ -41,32 +41,46 @@ def mean_curves(runs):
     for session, key in (("II", "curve2"), ("III", "curve3")):
         out[session] = {}
         for n_args, rs in runs.items():
-            hs = [r[key] for r in rs]
-            a = np.array([h[:min(map(len, hs))] for h in hs]) * 100
+            a = _cut([r[key] for r in rs]) * 100
             out[session][NAMES[n_args]] = a.mean(axis=0), a.std(axis=0)
     return out
 
 
-def learning_curves(results, runs):
-    """Figure 4d: the 2-arg nets' mean validation curve above ReLU's in every epoch, over the
-    store's runs when it holds every 2-arg and ReLU run, else this run's. runs: {n_args: this
-    run's session_trial results}."""
+def learning_curves(results, runs, n_val):
+    """Figure 4d: the 2-arg nets' mean validation curve above ReLU's in every epoch, each
+    epoch's gap against its noise, over the store's runs when it holds every 2-arg and ReLU
+    run, else this run's. runs: {n_args: this run's session_trial results}; n_val: the
+    validation images (one run's noise is that of two accuracies on them)."""
     held = held_whole(trials, "two_argument-sessions",
                       lambda s: s["n_args"] if s["n_args"] in (2, 0) else None, lambda r: r)
     compared, source = verdicts.evidence(held if len(held) == 2 else None,
                                          {n: runs[n] for n in (2, 0)})
-    for session, curves in mean_curves(compared).items():
-        two, relu = curves["2-arg"][0], curves["ReLU"][0]
-        both = min(len(two), len(relu))  # early stopping can end them at different epochs
-        ahead, gaps = int((two[:both] > relu[:both]).sum()), two[:both] - relu[:both]
-        results.add(f"epochs 2-arg above ReLU, session {session}", f"{ahead} of {both} ({source})",
-                    ahead == both,
-                    rule="the 2-arg nets' mean validation curve above ReLU's in every epoch both "
-                         "reach, over the store's runs when it holds every 2-arg and ReLU run, "
-                         f"else this run's (read here: {source})",
+    for session, key in (("II", "curve2"), ("III", "curve3")):
+        two, relu = (_cut([r[key] for r in compared[n]]) for n in (2, 0))
+        both = min(two.shape[1], relu.shape[1])  # early stopping can end them at different epochs
+        two, relu = two[:, :both], relu[:, :both]
+        gaps = 100 * (two.mean(axis=0) - relu.mean(axis=0))
+        ses = [verdicts.mean_difference_se(100 * a, 100 * b) if len(a) > 1 and len(b) > 1 else
+               verdicts.difference_se(a.mean(), b.mean(), n_val) for a, b in zip(two.T, relu.T)]
+        ahead = int((gaps > 0).sum())
+        beyond = sum(g > verdicts.NOISE_SE * s for g, s in zip(gaps, ses))
+        results.add(f"epochs 2-arg above ReLU, session {session}",
+                    f"{ahead} of {both}, {beyond} beyond {verdicts.NOISE_SE:g} se ({source})",
+                    verdicts.above_throughout(gaps, ses),
+                    rule=f"each epoch's gap of the mean validation curves, 2-arg - ReLU, against "
+                         f"its standard error: NO if some epoch lies more than "
+                         f"{verdicts.NOISE_SE:g} of them below 0, yes if none does and most lie "
+                         "as far above, else unclear; over the store's runs when it holds every "
+                         f"2-arg and ReLU run, else this run's (read here: {source})",
                     measured=f"the mean curves' gap, 2-arg - ReLU, runs from {gaps.min():+.2f} to "
-                             f"{gaps.max():+.2f} points over the {both} epochs: {len(compared[2])} "
-                             f"run(s) of each model ({source})")
+                             f"{gaps.max():+.2f} points over the {both} epochs, {beyond} of them "
+                             f"beyond {verdicts.NOISE_SE:g} standard errors: {len(two)} run(s) of "
+                             f"each model ({source})")
+
+
+def _cut(curves):
+    """Runs' curves as one array (runs, epochs), cut to the shortest (early stopping)."""
+    return np.array([c[:min(map(len, curves))] for c in curves])
 
 
 def _training(robust) -> str:
