@@ -212,6 +212,15 @@ def mean_difference_se(a, b) -> float:
     return math.sqrt(variance_of_mean(a) + variance_of_mean(b))
 
 
+def accuracy_difference_se(a, b, n) -> float:
+    """The standard error, in points, of mean(a) - mean(b), accuracies in % per run: over the
+    runs' spread when each has 2 or more, else that of two accuracies on the n images a run
+    is scored on."""
+    if min(len(a), len(b)) > 1:
+        return mean_difference_se(a, b)
+    return difference_se(sum(a) / len(a) / 100, sum(b) / len(b) / 100, n)
+
+
 GAIN_RULE = ("yes if it counts and reaches half the paper's, partly if it counts; if it does "
              f"not, NO where the paper's is more than {NOISE_SE:g} standard errors above ours, "
              "else unclear")

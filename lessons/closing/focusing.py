@@ -121,8 +121,7 @@ def fashion(results, best, mode):
         claim = rule = None
         if kind in ("Focus-s", "Focus-c"):
             ours, dense = accs[kind], accs["Dense"]
-            se = (verdicts.mean_difference_se(ours, dense) if min(len(ours), len(dense)) > 1
-                  else verdicts.difference_se(ours[0] / 100, dense[0] / 100, n_test))
+            se = verdicts.accuracy_difference_se(ours, dense, n_test)
             claim = verdicts.gain(mean[kind] - mean["Dense"], paper[kind] - paper["Dense"], se)
             rule = (f"the mean best accuracy above Dense's counts above {verdicts.NOISE_SE:g} "
                     f"standard errors of {se:.2f} pts; {verdicts.GAIN_RULE}; over the store's 5 "

@@ -60,8 +60,8 @@ def learning_curves(results, runs, n_val):
         both = min(two.shape[1], relu.shape[1])  # early stopping can end them at different epochs
         two, relu = two[:, :both], relu[:, :both]
         gaps = 100 * (two.mean(axis=0) - relu.mean(axis=0))
-        ses = [verdicts.mean_difference_se(100 * a, 100 * b) if len(a) > 1 and len(b) > 1 else
-               verdicts.difference_se(a.mean(), b.mean(), n_val) for a, b in zip(two.T, relu.T)]
+        ses = [verdicts.accuracy_difference_se(100 * a, 100 * b, n_val)
+               for a, b in zip(two.T, relu.T)]
         ahead = int((gaps > 0).sum())
         beyond = sum(g > verdicts.NOISE_SE * s for g, s in zip(gaps, ses))
         results.add(f"epochs 2-arg above ReLU, session {session}",
@@ -105,8 +105,7 @@ def robust_increment(results, accuracy, data, robust, n_images):
     compared = stored_runs if source == "store" else _training(robust)
     two_arg, relu = pgd["2-arg"], pgd["ReLU"]
     increment = float(np.mean(two_arg) - np.mean(relu))
-    se = (verdicts.mean_difference_se(two_arg, relu) if min(len(two_arg), len(relu)) > 1 else
-          verdicts.difference_se(two_arg[0] / 100, relu[0] / 100, n_images))
+    se = verdicts.accuracy_difference_se(two_arg, relu, n_images)
     results.add("robust increment 2-arg - ReLU (eps .3)", f"{increment:+.2f} ({source})",
                 verdicts.gain(increment, trials.PAPER_ROBUST_INCREMENT, se),
                 rule=f"the mean accuracy under attack of the 2-arg nets above the ReLU nets' "
