@@ -334,6 +334,22 @@ def host_rng() -> numpy.random.Generator:
     return _State.host_rng
 
 
+def generator_states() -> dict:
+    """The host and device generators' states as plain JSON, for fit's backups. CuPy's
+    generator does not show its state: "device" is None there."""
+    device = _State.device_rng
+    return {"host": _State.host_rng.bit_generator.state,
+            "device": (device.bit_generator.state
+                       if isinstance(device, numpy.random.Generator) else None)}
+
+
+def set_generator_states(states: dict) -> None:
+    """Put generator_states()'s states back (a None device state leaves CuPy's as it is)."""
+    _State.host_rng.bit_generator.state = states["host"]
+    if states["device"] is not None and isinstance(_State.device_rng, numpy.random.Generator):
+        _State.device_rng.bit_generator.state = states["device"]
+
+
 def device_uniform(shape, dtype):
     """Uniform [0, 1) numbers made directly on the device (dropout masks)."""
     u = _State.device_rng.random(shape, dtype=dtype)

@@ -11,12 +11,18 @@ Updates are in place on each parameter's array, inside no_grad, and count as a
 change of its version: a graph recorded before the step refuses to backward. The
 last line of each, p -= lr * direction, is BLAS's axpy where NumPy's BLAS has one
 (tinyunits.blas: one pass, no temporary).
+
+An optimiser's and a scheduler's state_dict() is a flat dict that tu.save writes and
+load_state_dict() takes back (fit's backups hold both): the learning rates and the
+buffers (momentum, Adam's moments and step count), named by the position of their
+parameter, so they load into an optimiser made the same way over a fresh model.
 """
 from __future__ import annotations
 
 import math
 
 from . import _check as check
+from . import backend
 from .backend import get_array_module
 from .blas import axpy
 from .tensor import Tensor, no_grad
@@ -96,6 +102,65 @@ class Optimizer:
 
     def update(self, p, grad, group, state):
         raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        """'lr.{g}': group g's learning rate; 'state.{g}.{i}.{name}': buffer `name` of the
+        i-th parameter of group g (an array, or a number such as Adam's step count)."""
+        state = {}
+        for g, group in enumerate(self.param_groups):
+            state[f"lr.{g}"] = group["lr"]
+            for i, p in enumerate(group["params"]):
+                for name, value in self.state.get(id(p), {}).items():
+                    state[f"state.{g}.{i}.{name}"] = value
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        """Take state_dict()'s dict (or tu.load's of it) back: every key, shape and value is
+        checked before anything changes, and the buffers get their parameter's dtype."""
+        where = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state, dict):
+            check.fail(where, "state", "a dict (state_dict()'s)", state, TypeError)
+        params = {f"{g}.{i}": p for g, group in enumerate(self.param_groups)
+                  for i, p in enumerate(group["params"])}
+        lrs, buffers = {}, {}
+        for key, value in state.items():
+            kind, _, rest = str(key).partition(".")
+            owner, _, name = rest.rpartition(".")
+            if kind == "lr" and rest in {str(g) for g in range(len(self.param_groups))}:
+                lrs[int(rest)] = check.number(where, key, _number(value), low=0)
+            elif kind == "state" and owner in params and name:
+                buffers[owner, name] = self._buffer(where, key, value, params[owner])
+            else:
+                raise KeyError(f"{where}: unexpected key {key!r} (a state of an optimiser "
+                               f"over other parameters? this one has {len(self.param_groups)} "
+                               f"groups of {[len(g['params']) for g in self.param_groups]})")
+        missing = [f"lr.{g}" for g in range(len(self.param_groups)) if g not in lrs]
+        if missing:
+            raise KeyError(f"{where}: missing keys {missing}")
+        for g, lr in lrs.items():  # all checked: now write
+            self.param_groups[g]["lr"] = lr
+        self.state = {}
+        for (owner, name), value in buffers.items():
+            self.state.setdefault(id(params[owner]), {})[name] = value
+
+    @staticmethod
+    def _buffer(where, key, value, p):
+        """A buffer of p as the optimiser keeps it: a number, or an array of p's shape."""
+        if not backend.is_array(value) or value.ndim == 0:
+            check.number(where, key, _number(value))
+            return _number(value)  # an int stays one (Adam's step count)
+        if value.dtype.kind not in "fiu" or tuple(value.shape) != tuple(p.shape):
+            check.fail(where, key, f"a number or a numeric array of its parameter's shape "
+                       f"{tuple(p.shape)}", f"{value.dtype} of shape {tuple(value.shape)}")
+        value = backend.asarray(value, dtype=p.dtype)
+        if not get_array_module(value).isfinite(value).all().item():
+            check.fail(where, key, "finite values", "NaN or inf")
+        return value.copy()
+
+
+def _number(value):
+    """A 0-d array (as tu.load gives numbers back) as the Python number it holds."""
+    return value.item() if backend.is_array(value) and value.ndim == 0 else value
 
 
 class SGD(Optimizer):
@@ -186,6 +251,16 @@ class _Scheduler:
 
     def get_lr(self) -> list:
         return [g["lr"] for g in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict:
+        return {"count": self.count}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Take state_dict()'s count back (the optimiser's state holds the rates)."""
+        where = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state, dict) or set(state) != {"count"}:
+            check.fail(where, "state", "a dict with the one key 'count'", state, TypeError)
+        self.count = check.integer(where, "count", _number(state["count"]), low=0)
 
 
 class StepLR(_Scheduler):

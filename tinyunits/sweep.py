@@ -15,8 +15,10 @@ included, so it gives the same numbers on any worker and in any order::
 run() returns one result dict per trial, in the order of `trials` (None for a
 trial that failed). Every finished trial is written to the store at once,
 so a re-run skips what has finished and a killed sweep loses at most the trials
-that were running. A trial that raises is recorded with its traceback, tried once
-more, and reported at the end; the others go on. A trial that breaks the rules
+that were running; a trial that gives fit(..., backup=sweep.backup_path()) loses
+at most the epoch it was in, and resumes from there when it runs again. A trial
+that raises is recorded with its traceback, tried once more, and reported at the
+end; the others go on. A trial that breaks the rules
 (calls sys.exit, or changes the settings it was given) would do so again: it is
 recorded as failed once and not tried again. With ``timeout=`` seconds, each trial
 runs in a process of its own that is stopped past the limit (recorded as failed,
@@ -69,6 +71,7 @@ The store (stdlib sqlite3, WAL mode), one table; read it with plain SQL or panda
         error    TEXT,              -- traceback of the last failed attempt, or NULL
         attempts INTEGER NOT NULL,  -- attempts so far, over all runs
         seconds  REAL,              -- wall time of the attempt that gave the result
+                                    --   (of a trial resumed from a backup: since the resume)
         worker   TEXT,              -- host:pid that ran it
         finished TEXT NOT NULL,     -- UTC time of that attempt, ISO 8601
         code     TEXT,              -- code_identity of the function that ran it
@@ -93,8 +96,10 @@ turn all three back. No pickle.
 import ast
 import base64
 import contextlib
+import contextvars
 import datetime
 import functools
+import glob
 import hashlib
 import importlib
 import inspect
@@ -406,7 +411,40 @@ def one_blas_thread():
         yield
 
 
-def attempt(fn, settings, timeout=None):
+def backup_path():
+    """The file a trial that run() is running gives fit(..., backup=), or None outside run().
+
+    With it, a trial that stops (a killed sweep, a lost worker, an attempt that raised)
+    goes on from its last finished epoch when it runs again, instead of from the start:
+    a session that ends mid-trial loses at most an epoch. The file is one per trial and
+    code identity, `<store>-backups/<sweep>/<key>-<code>.npz` beside the store (on a
+    remote worker: that path on the worker's disk), and run() removes it once the
+    trial's result is stored. A trial called directly (a lesson's --quick) gets None
+    and runs without backups.
+    """
+    path = _RUNNING_BACKUP.get()
+    if path is not None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    return path
+
+
+# backup_path()'s answer while attempt() runs a trial (per thread: a context variable)
+_RUNNING_BACKUP = contextvars.ContextVar("backup_path", default=None)
+
+
+def _backups(store, name):
+    """The folder of sweep `name`'s backups (backup_path)."""
+    store = os.path.abspath(store)
+    return os.path.join(f"{store}-backups", urllib.parse.quote(name, safe=""))
+
+
+def _remove_backups(folder, key):
+    for path in glob.glob(os.path.join(glob.escape(folder), f"{key}-*.npz")):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+
+
+def attempt(fn, settings, timeout=None, backups=None):
     """Run fn(settings) -> (result JSON or None, traceback or None, seconds, worker, code).
 
     Runs where the trial runs, so the traceback is formatted there and the result
@@ -416,15 +454,18 @@ def attempt(fn, settings, timeout=None):
     one); a trial that changes it anyway, or calls sys.exit, fails for good (its error
     begins with BROKE_RULES). It runs with BLAS on one thread
     (one_blas_thread). With a timeout, the trial runs in a child process that is killed
-    past `timeout` seconds.
+    past `timeout` seconds. backups: the folder of backup_path()'s files, or None.
     """
     if timeout is not None:
-        return _attempt_in_child(fn, settings, timeout)
+        return _attempt_in_child(fn, settings, timeout, backups)
     start = time.perf_counter()
     # the settings as the store keys them, here as in a child or on a worker: a tuple is a
     # list, np.float64(0.1) is 0.1 (a NumPy scalar would make float32 arithmetic float64
     # here and not there: two results for one key)
     given = json.loads(canonical(settings))
+    path = None if backups is None else os.path.join(
+        backups, f"{trial_key(settings)}-{_identity_here(fn)}.npz")
+    running = _RUNNING_BACKUP.set(path)
     try:
         with one_blas_thread():
             result = fn(given)
@@ -439,6 +480,8 @@ def attempt(fn, settings, timeout=None):
                                f"raises)\n{traceback.format_exc()}")
     except Exception:  # noqa: BLE001 - any failure of a trial is recorded
         result, error = None, traceback.format_exc()
+    finally:
+        _RUNNING_BACKUP.reset(running)
     return (result, error, time.perf_counter() - start, f"{socket.gethostname()}:{os.getpid()}",
             _identity_here(fn))
 
@@ -463,7 +506,7 @@ def _importable(fn, where):
     return module, qualname
 
 
-def _attempt_in_child(fn, settings, timeout):
+def _attempt_in_child(fn, settings, timeout, backups):
     """attempt() in a new Python process, killed (with its own children) past timeout."""
     module, qualname = _importable(fn, "sweep.run")
     start = time.perf_counter()
@@ -472,7 +515,8 @@ def _attempt_in_child(fn, settings, timeout):
                PYTHONPATH=os.pathsep.join(p or os.getcwd() for p in sys.path))
     with tempfile.TemporaryDirectory(prefix="sweep-trial-") as tmp:
         out = os.path.join(tmp, "attempt.json")
-        job = json.dumps(dict(module=module, qualname=qualname, settings=settings, out=out))
+        job = json.dumps(dict(module=module, qualname=qualname, settings=settings, out=out,
+                              backups=backups))
         child = subprocess.Popen([sys.executable, "-c", "from tinyunits import sweep; sweep._child()"],
                                  stdin=subprocess.PIPE, env=env, start_new_session=True, text=True)
         try:
@@ -496,7 +540,7 @@ def _child():
     fn = importlib.import_module(job["module"])
     for part in job["qualname"].split("."):
         fn = getattr(fn, part)
-    outcome = attempt(fn, job["settings"])
+    outcome = attempt(fn, job["settings"], backups=job["backups"])
     with open(job["out"], "w") as f:
         json.dump(list(outcome), f)
 
@@ -712,10 +756,10 @@ def _differences(old, new, where="result"):
 
 
 # --------------------------------------------------------------------------- executors
-def _serial(fn, todo, report, timeout):
+def _serial(fn, todo, report, timeout, backups):
     for key, settings in todo.items():
         for tries in range(1, TRIES + 1):
-            if report(key, *attempt(fn, settings, timeout), tries):
+            if report(key, *attempt(fn, settings, timeout, backups), tries):
                 break
 
 
@@ -753,7 +797,7 @@ def _environ(values):
                 os.environ[k] = v
 
 
-def _dask(fn, todo, report, workers, scheduler, timeout):
+def _dask(fn, todo, report, workers, scheduler, timeout, backups):
     try:
         import dask
         from distributed import Client, LocalCluster, as_completed
@@ -788,7 +832,7 @@ def _dask(fn, todo, report, workers, scheduler, timeout):
         def submit(key):
             tries[key] = tries.get(key, 0) + 1
             # pure=False: a retry must run again, not reuse the failed future
-            future = client.submit(attempt, fn, todo[key], timeout, pure=False)
+            future = client.submit(attempt, fn, todo[key], timeout, backups, pure=False)
             futures[future] = key
             return future
 
@@ -864,6 +908,7 @@ def run(name, fn, trials, store="sweeps.sqlite", workers=None, scheduler=None, p
     """
     trials = _check(name, fn, trials, store, workers, scheduler, timeout)
     code = _identity_here(fn)
+    backups = _backups(store, name)
     keys = [trial_key(t) for t in trials]
     db = _open(store, "sweep.run", write=True)
     try:
@@ -883,6 +928,8 @@ def run(name, fn, trials, store="sweeps.sqlite", workers=None, scheduler=None, p
             def report(key, result, error, seconds, worker, ran, tries):
                 """Store one attempt; True when the trial is done (or not worth a retry)."""
                 _record(db, name, key, canonical(todo[key]), result, error, seconds, worker, ran)
+                if error is None:
+                    _remove_backups(backups, key)
                 last = error is None or tries >= TRIES or error.startswith(FINAL)
                 if error is not None and last:
                     failed[key] = error
@@ -893,9 +940,12 @@ def run(name, fn, trials, store="sweeps.sqlite", workers=None, scheduler=None, p
 
             with bar:
                 if workers is None and scheduler is None:
-                    _serial(fn, todo, report, timeout)
+                    _serial(fn, todo, report, timeout, backups)
                 else:
-                    _dask(fn, todo, report, workers, scheduler, timeout)
+                    _dask(fn, todo, report, workers, scheduler, timeout, backups)
+            for folder in (backups, os.path.dirname(backups)):  # once no trial has one
+                with contextlib.suppress(OSError):
+                    os.rmdir(folder)
         done = {k: (r, c) for k, r, c in db.execute(
             "SELECT key, result, code FROM trials WHERE sweep = ? AND status = 'done'", (name,))}
     finally:

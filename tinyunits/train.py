@@ -23,10 +23,11 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
+import os
 import sys
 
 from . import _check as check
-from . import backend
+from . import backend, resume
 from .ops.loss import CheckedLabels, label_range
 from .tensor import Tensor, get_default_dtype, no_grad, tensor
 
@@ -198,7 +199,7 @@ def _evaluate(where, model, X, y, high, loss_fn, metric, batch_size, dtype):
 
 def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_size=128,
         scheduler=None, metric=None, patience=None, progress=None, seed=0,
-        after_step=None, shuffle=True) -> History:
+        after_step=None, shuffle=True, backup=None) -> History:
     """Train for `epochs`; with patience, stop early and restore the best val weights.
 
     Each epoch visits the rows in a fresh order drawn from `seed`, or, with
@@ -208,6 +209,12 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     metric and patience act on val_data, so they need it. The model trains in train
     mode and is handed back in the modes it came in. Floating data are cast to the
     model's dtype, batch by batch (the module docstring).
+
+    backup: a file path (.npz) to resume from after an interruption. fit writes it at the
+    end of every epoch and removes it when it returns; a fit that finds it there starts
+    after the epoch it holds and computes what the uninterrupted run would have (the
+    optimiser's and the scheduler's state, the batch order and the generators included:
+    tinyunits.resume). A backup of another run is refused, not overwritten.
     """
     check.callables("fit", model=model, metric=metric, after_step=after_step)
     if not callable(loss_fn):
@@ -225,6 +232,8 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
                        "scores)", value)
     check.integer("fit", "seed", seed, low=0)
     check.flag("fit", "shuffle", shuffle)
+    if backup is not None and not isinstance(backup, (str, os.PathLike)):
+        check.fail("fit", "backup", "a file path or None", backup, TypeError)
     if progress is not None:
         check.flag("fit", "progress", progress)
     dtype = _model_dtype("fit", model)
@@ -233,8 +242,16 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
         val_data = _check_data("fit", "val_data", val_data, dtype)
     rng = backend.host_module().random.default_rng(seed)
     history, best_score, best_state, waited = History(), -math.inf, None, 0
+    first = 0
+    if backup is not None:
+        run = resume.run_of(model, optimizer, scheduler, len(X), epochs=epochs,
+                            batch_size=batch_size, seed=seed, shuffle=shuffle,
+                            patience=patience, validated=val_data is not None)
+        saved = resume.read(backup, run, model, optimizer, scheduler, rng, history)
+        if saved is not None:
+            first, (best_score, best_state, waited) = saved
     with _mode(model, True):
-        for epoch in range(epochs):
+        for epoch in range(first, epochs):
             total, count = 0.0, 0
             steps = _batches(len(X), batch_size, rng, shuffle)
             for step, idx in enumerate(_progress(steps, math.ceil(len(X) / batch_size),
@@ -254,21 +271,27 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
             if scheduler is not None:
                 scheduler.step()
             history["train_loss"].append(total / count)
-            if val_data is None:
-                continue
-            val_loss, val_metric = _evaluate("fit", model, *val_data, loss_fn, metric, 1024,
-                                             dtype)
-            history["val_loss"].append(val_loss)
-            history["val_metric"].append(val_metric)
-            score = val_metric if metric is not None else -val_loss
-            if score > best_score:
-                best_score, history.best_epoch, waited = score, epoch, 0
-                if patience is not None:
-                    best_state = {k: v.copy() for k, v in model.state_dict().items()}
-            else:
-                waited += 1
-                if patience is not None and waited >= patience:
-                    break
+            stop = False
+            if val_data is not None:
+                val_loss, val_metric = _evaluate("fit", model, *val_data, loss_fn, metric,
+                                                 1024, dtype)
+                history["val_loss"].append(val_loss)
+                history["val_metric"].append(val_metric)
+                score = val_metric if metric is not None else -val_loss
+                if score > best_score:
+                    best_score, history.best_epoch, waited = score, epoch, 0
+                    if patience is not None:
+                        best_state = {k: v.copy() for k, v in model.state_dict().items()}
+                else:
+                    waited += 1
+                    stop = patience is not None and waited >= patience
+            if stop:
+                break
+            if backup is not None and epoch + 1 < epochs:
+                resume.write(backup, run, epoch + 1, model, optimizer, scheduler, rng, history,
+                             (best_score, best_state, waited))
     if best_state is not None:
         model.load_state_dict(best_state)
+    if backup is not None:
+        resume.remove(backup)
     return history

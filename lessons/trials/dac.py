@@ -20,7 +20,7 @@ import numpy as np  # host-side data and the hand-set parameters, as in lesson 1
 
 import datasets
 import tinyunits as tu
-from tinyunits import backend, nn, optim
+from tinyunits import backend, nn, optim, sweep
 from tinyunits.train import accuracy, evaluate, fit
 
 
@@ -327,7 +327,9 @@ def fashion_mnist(n_train, n_val, n_test, pool):
 def vgg_trial(settings):
     """vgg(stages, per_stage, dac) on fashion_mnist(n_train, n_val, n_test, pool) by
     section 5's recipe: SGD momentum 0.9, lr 0.1 divided by 10 at 40/60/80 % of the
-    epochs, L2 2e-4 on kernels only, the best validation epoch kept.
+    epochs, L2 2e-4 on kernels only, the best validation epoch kept. In a sweep it backs
+    up every epoch (a DAC net at full size trains about 2.7 CPU-hours: a stopped sweep
+    resumes it from its last epoch).
 
     -> {"test_error" (%), "n_params", "best_epoch" (0-based), "history": the
     per-epoch train_loss, val_loss, val_metric}."""
@@ -340,7 +342,7 @@ def vgg_trial(settings):
     sched = optim.MultiStepLR(opt, [max(1, round(f * epochs)) for f in (0.4, 0.6, 0.8)], gamma=0.1)
     hist = fit(model, nn.functional.cross_entropy, opt, (x_tr, y_tr), val_data=(x_va, y_va),
                epochs=epochs, batch_size=settings["batch"], scheduler=sched, metric=accuracy,
-               patience=epochs, seed=settings["seed"])
+               patience=epochs, seed=settings["seed"], backup=sweep.backup_path())
     _, test_acc = evaluate(model, x_te, y_te)
     return {"test_error": 100 * (1 - test_acc), "n_params": model.num_parameters(),
             "best_epoch": hist.best_epoch, "history": dict(hist)}

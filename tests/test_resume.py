@@ -1,0 +1,195 @@
+"""fit(..., backup=): a stopped run resumes and computes what the uninterrupted one does;
+optimiser and scheduler state; sweep.backup_path() inside and outside a sweep."""
+import os
+
+import numpy as np
+import pytest
+
+import tinyunits as tu
+from tinyunits import nn, optim, sweep
+from tinyunits.train import accuracy, fit
+
+X = np.random.default_rng(0).normal(size=(200, 5)).astype(np.float32)
+Y = (X[:, 0] + X[:, 1] > 0).astype(np.int64)
+
+
+class Stop(Exception):
+    """Stands for a killed process: raised from after_step mid-epoch."""
+
+
+def setup(kind="sgd"):
+    """A fresh model, optimiser and scheduler, always the same: as a restarted process
+    builds them. Dropout and batch norm make the generators and buffers count."""
+    tu.set_default_dtype("float32")
+    tu.manual_seed(3)
+    model = nn.Sequential(nn.Linear(5, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.3),
+                          nn.Linear(16, 2))
+    if kind == "sgd":
+        opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    else:
+        opt = optim.Adam(model.parameters(), lr=1e-2)
+    return model, opt, optim.MultiStepLR(opt, [2, 4])
+
+
+def train(model, opt, sched, **kwargs):
+    return fit(model, nn.functional.cross_entropy, opt, (X, Y), (X[:50], Y[:50]), epochs=6,
+               batch_size=32, scheduler=sched, metric=accuracy, patience=6, seed=1, **kwargs)
+
+
+def stop_at(step):
+    count = [0]
+
+    def after_step(model):
+        count[0] += 1
+        if count[0] == step:
+            raise Stop
+    return after_step
+
+
+def weights(model):
+    return {k: v.copy() for k, v in model.state_dict().items()}
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adam"])
+@pytest.mark.parametrize("stops", [[23], [9, 30, 38]])  # 7 steps an epoch, 6 epochs
+def test_a_stopped_fit_resumes_bit_for_bit(tmp_path, kind, stops):
+    model, opt, sched = setup(kind)
+    expected = train(model, opt, sched)
+    final = weights(model)
+    path = tmp_path / "run.npz"
+    done = 0
+    for step in stops:
+        model, opt, sched = setup(kind)  # as a restarted process: generators at the start
+        with pytest.raises(Stop):
+            train(model, opt, sched, after_step=stop_at(step - done), backup=path)
+        done = 7 * (step // 7)  # the backup holds the epochs finished before the stop
+        assert path.exists()
+    model, opt, sched = setup(kind)
+    history = train(model, opt, sched, backup=path)
+    assert dict(history) == dict(expected) and history.best_epoch == expected.best_epoch
+    for name, value in weights(model).items():
+        assert value.dtype == final[name].dtype and np.array_equal(value, final[name]), name
+    group = opt.param_groups[0]
+    assert group["lr"] == pytest.approx(group["initial_lr"] * 0.01) and sched.count == 6
+    assert not path.exists()  # a finished run removes its backup
+
+
+def test_a_backup_of_another_run_is_refused_and_kept(tmp_path):
+    path = tmp_path / "run.npz"
+    model, opt, sched = setup()
+    with pytest.raises(Stop):
+        train(model, opt, sched, after_step=stop_at(10), backup=path)
+    before = path.read_bytes()
+    model, opt, sched = setup()
+    with pytest.raises(ValueError, match=r"fit: the backup .*run\.npz belongs to another run "
+                                         r"\(it differs in \['batch_size'\]\)"):
+        fit(model, nn.functional.cross_entropy, opt, (X, Y), (X[:50], Y[:50]), epochs=6,
+            batch_size=16, scheduler=sched, metric=accuracy, patience=6, seed=1, backup=path)
+    assert path.read_bytes() == before
+    tu.save(model, tmp_path / "model.npz")
+    with pytest.raises(ValueError, match="is a checkpoint, not a backup of a fit"):
+        train(model, opt, sched, backup=tmp_path / "model.npz")
+
+
+def test_fit_backup_needs_a_path_and_an_optimiser_with_state():
+    model, opt, sched = setup()
+    with pytest.raises(TypeError, match="fit: backup must be a file path or None"):
+        train(model, opt, sched, backup=3)
+
+    class Plain:
+        def step(self):
+            pass
+    with pytest.raises(TypeError, match=r"fit: scheduler must be an object with state_dict\(\)"):
+        train(model, opt, Plain(), backup="unused.npz")
+    assert not os.path.exists("unused.npz")
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adam"])
+def test_optimiser_state_round_trips_through_a_checkpoint(tmp_path, kind):
+    model, opt, sched = setup(kind)
+    train(model, opt, sched)
+    tu.save(opt.state_dict(), tmp_path / "opt.npz")
+    fresh_model, fresh, _ = setup(kind)
+    fresh.load_state_dict(tu.load(tmp_path / "opt.npz"))
+    assert fresh.state_dict().keys() == opt.state_dict().keys()
+    for key, value in opt.state_dict().items():
+        got = fresh.state_dict()[key]
+        if isinstance(value, (int, float)):  # lr, Adam's step count: the same Python type
+            assert type(got) is type(value) and got == value, key
+        else:
+            assert got.dtype == value.dtype and np.array_equal(got, value) and got is not value
+
+
+def test_optimiser_load_checks_everything_before_it_changes_anything():
+    model, opt, _ = setup()
+    train(model, opt, None)
+    state = opt.state_dict()
+    before = {k: (v.copy() if hasattr(v, "copy") else v) for k, v in state.items()}
+    bad = dict(state, **{"state.0.0.velocity": np.zeros((2, 2), np.float32)})
+    with pytest.raises(ValueError, match=r"SGD.load_state_dict: state.0.0.velocity must be a "
+                                         r"number or a numeric array of its parameter's shape"):
+        opt.load_state_dict(dict(bad, **{"lr.0": 0.5}))
+    with pytest.raises(KeyError, match=r"unexpected key 'state.0.9.velocity'"):
+        opt.load_state_dict(dict(state, **{"state.0.9.velocity": np.zeros(3, np.float32)}))
+    with pytest.raises(KeyError, match=r"missing keys \['lr.0'\]"):
+        opt.load_state_dict({k: v for k, v in state.items() if k != "lr.0"})
+    with pytest.raises(ValueError, match="finite values"):
+        opt.load_state_dict(dict(state, **{"state.0.0.velocity": np.full_like(
+            state["state.0.0.velocity"], np.nan)}))
+    after = opt.state_dict()
+    assert after["lr.0"] == before["lr.0"]
+    assert all(np.array_equal(after[k], v) for k, v in before.items())
+
+
+def test_scheduler_state():
+    _, opt, sched = setup()
+    sched.step()
+    sched.step()
+    _, _, other = setup()
+    other.load_state_dict(sched.state_dict())
+    assert other.count == 2
+    with pytest.raises(TypeError, match="MultiStepLR.load_state_dict: state must be a dict "
+                                        "with the one key 'count'"):
+        other.load_state_dict({"count": 1, "lr": 3})
+
+
+# --------------------------------------------------------------------------- in a sweep
+def backed_up_trial(settings):
+    """Trains 4 epochs with sweep.backup_path(); stops once after 2, where a marker file
+    says so (the first attempt fails, the retry resumes)."""
+    model, opt, sched = setup()
+    path = sweep.backup_path()
+    marker = settings.get("stop_once")
+    after_step, resumed = None, path is not None and os.path.exists(path)
+    if marker and not os.path.exists(marker):
+        open(marker, "w").close()
+        after_step = stop_at(7 * 2 + 3)
+    history = fit(model, nn.functional.cross_entropy, opt, (X, Y), (X[:50], Y[:50]),
+                  epochs=4, batch_size=32, scheduler=sched, seed=1, after_step=after_step,
+                  backup=path)
+    return {"weight": model.state_dict()["0.weight"], "losses": history["train_loss"],
+            "backup": path, "resumed": resumed}
+
+
+def test_backup_path_is_none_outside_a_sweep():
+    assert sweep.backup_path() is None
+    result = backed_up_trial({})
+    assert result["backup"] is None
+
+
+def test_a_failed_attempt_resumes_from_its_backup_and_the_store_keeps_none(tmp_path):
+    store = str(tmp_path / "s.sqlite")
+    plain = sweep.run("resume", backed_up_trial, [{}], store=store)[0]
+    stopped = sweep.run("resume", backed_up_trial, [dict(stop_once=str(tmp_path / "m"))],
+                        store=store)[0]
+    # the first attempt stopped mid-epoch 3; the retry took up epoch 3 from the backup
+    rows = sweep.load("resume", store)
+    assert sorted(row["attempts"] for row in rows) == [1, 2]
+    assert stopped["resumed"] and not plain["resumed"]
+    assert stopped["losses"] == plain["losses"]
+    assert np.array_equal(stopped["weight"], plain["weight"])
+    folder = os.path.dirname(stopped["backup"])
+    assert folder.startswith(store + "-backups" + os.sep)
+    key = sweep.trial_key(dict(stop_once=str(tmp_path / "m")))
+    assert os.path.basename(stopped["backup"]) == f"{key}-{sweep.code_identity(backed_up_trial)}.npz"
+    assert not os.path.exists(store + "-backups")  # removed with the trials' results stored

@@ -1,0 +1,97 @@
+"""Backups of a fit in progress: fit(..., backup=path) goes on where a stopped run left off.
+
+At the end of every epoch but the last, fit writes to `path` all that the rest of the
+run depends on: the model's parameters and buffers, the optimiser's learning rates and
+buffers, the scheduler's count, the generator that orders the batches and the library's
+own generators (tu.manual_seed's: initialisation, dropout), the history, and the best
+epoch's weights where patience keeps them. A fit given a path that holds a backup loads
+it and starts with the next epoch; on the NumPy backends it then computes, bit for bit,
+what the run that was never stopped computes. (CuPy's generator does not show its state:
+there, a model with dropout draws other masks after a resume.) When fit returns, the
+file is removed; when fit raises, it stays, holding the last finished epoch.
+
+A backup is written as tu.save writes a checkpoint (beside its target, renamed into
+place, no pickle), so a run killed while writing keeps the backup of the epoch before.
+It names its run: the model's class and parameter shapes, the optimiser's and the
+scheduler's classes, the number of training rows, epochs, batch size, seed, shuffle and
+patience. A fit of another run refuses a backup that is not its own, rather than resume
+from it or write over it.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+
+from . import _check as check
+from . import backend, serialization
+
+_RUN = "fit"  # the key of the run's JSON (its identity, epoch, history, generators)
+_PARTS = ("model", "optimizer", "scheduler", "best")
+
+
+def run_of(model, optimizer, scheduler, rows, **settings) -> dict:
+    """The identity of a fit: what a backup must match to be resumed by it."""
+    for name, obj in (("optimizer", optimizer), ("scheduler", scheduler)):
+        if obj is not None and not callable(getattr(obj, "load_state_dict", None)):
+            check.fail("fit", name, "an object with state_dict() and load_state_dict() when "
+                       "backup is given (the optimisers and schedulers of tinyunits.optim)",
+                       obj, TypeError)
+    return dict(model=type(model).__name__,
+                shapes={k: list(v.shape) for k, v in model.state_dict().items()},
+                optimizer=type(optimizer).__name__, scheduler=type(scheduler).__name__,
+                rows=rows, **settings)
+
+
+def write(path, run, epoch, model, optimizer, scheduler, order, history, best) -> None:
+    """Back up a run after `epoch` epochs; best = (score, state or None, epochs waited)."""
+    score, best_state, waited = best
+    progress = dict(run=run, epoch=epoch, history=dict(history), best_epoch=history.best_epoch,
+                    best_score=score if math.isfinite(score) else None, waited=waited,
+                    order=order.bit_generator.state, generators=backend.generator_states())
+    arrays = {_RUN: backend.host_module().frombuffer(json.dumps(progress).encode(), "uint8")}
+    for part, state in zip(_PARTS, (model.state_dict(), optimizer.state_dict(),
+                                    {} if scheduler is None else scheduler.state_dict(),
+                                    best_state or {})):
+        arrays.update({f"{part}.{name}": value for name, value in state.items()})
+    serialization.save(arrays, path)
+
+
+def read(path, run, model, optimizer, scheduler, order, history):
+    """Resume from the backup at `path`, if there is one: load the model, optimiser,
+    scheduler, generators and history -> (epochs done, (score, best state, waited)), or
+    None when there is no file."""
+    if not os.path.exists(path):
+        return None
+    arrays = serialization.load(path)
+    where = f"fit: the backup {os.fspath(path)}"
+    if _RUN not in arrays:
+        raise ValueError(f"{where} is a checkpoint, not a backup of a fit; give backup= "
+                         "a path of its own")
+    progress = json.loads(arrays.pop(_RUN).tobytes())
+    if progress["run"] != run:
+        differ = sorted(k for k in {*run, *progress["run"]}
+                        if run.get(k) != progress["run"].get(k))
+        raise ValueError(f"{where} belongs to another run (it differs in {differ}); remove "
+                         "it to start this run afresh, or give this run another path")
+    parts = {part: {} for part in _PARTS}
+    for key, value in arrays.items():
+        part, _, name = key.partition(".")
+        parts[part][name] = value
+    model.load_state_dict(parts["model"])
+    optimizer.load_state_dict(parts["optimizer"])
+    if scheduler is not None:
+        scheduler.load_state_dict(parts["scheduler"])
+    order.bit_generator.state = progress["order"]
+    backend.set_generator_states(progress["generators"])
+    history.update(progress["history"])
+    history.best_epoch = progress["best_epoch"]
+    score = -math.inf if progress["best_score"] is None else progress["best_score"]
+    best_state = {k: backend.asarray(v) for k, v in parts["best"].items()} or None
+    return progress["epoch"], (score, best_state, progress["waited"])
+
+
+def remove(path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
