@@ -1,6 +1,7 @@
 """fit(..., backup=): a stopped run resumes and computes what the uninterrupted one does;
 optimiser and scheduler state; sweep.backup_path() inside and outside a sweep."""
 import os
+import time
 
 import numpy as np
 import pytest
@@ -36,11 +37,13 @@ def train(model, opt, sched, **kwargs):
                batch_size=32, scheduler=sched, metric=accuracy, patience=6, seed=1, **kwargs)
 
 
-def stop_at(step):
+def stop_at(step, sleep=0.0):
+    """An after_step that sleeps `sleep` s a step and raises Stop at step `step` (None: never)."""
     count = [0]
 
     def after_step(model):
         count[0] += 1
+        time.sleep(sleep)  # a step that takes measurable time
         if count[0] == step:
             raise Stop
     return after_step
@@ -155,15 +158,17 @@ def test_scheduler_state():
 
 # --------------------------------------------------------------------------- in a sweep
 def backed_up_trial(settings):
-    """Trains 4 epochs with sweep.backup_path(); stops once after 2, where a marker file
-    says so (the first attempt fails, the retry resumes)."""
+    """Trains 4 epochs of 7 steps, each step `sleep` seconds long, with
+    sweep.backup_path(); stops once in epoch 3, where a marker file says so (the first
+    attempt fails, the retry resumes)."""
     model, opt, sched = setup()
     path = sweep.backup_path()
     marker = settings.get("stop_once")
-    after_step, resumed = None, path is not None and os.path.exists(path)
+    resumed = path is not None and os.path.exists(path)
+    after_step = stop_at(None, settings.get("sleep", 0.0))
     if marker and not os.path.exists(marker):
         open(marker, "w").close()
-        after_step = stop_at(7 * 2 + 3)
+        after_step = stop_at(7 * 2 + 3, settings.get("sleep", 0.0))
     history = fit(model, nn.functional.cross_entropy, opt, (X, Y), (X[:50], Y[:50]),
                   epochs=4, batch_size=32, scheduler=sched, seed=1, after_step=after_step,
                   backup=path)
@@ -180,16 +185,18 @@ def test_backup_path_is_none_outside_a_sweep():
 def test_a_failed_attempt_resumes_from_its_backup_and_the_store_keeps_none(tmp_path):
     store = str(tmp_path / "s.sqlite")
     plain = sweep.run("resume", backed_up_trial, [{}], store=store)[0]
-    stopped = sweep.run("resume", backed_up_trial, [dict(stop_once=str(tmp_path / "m"))],
-                        store=store)[0]
+    settings = dict(stop_once=str(tmp_path / "m"), sleep=0.02)
+    stopped = sweep.run("resume", backed_up_trial, [settings], store=store)[0]
     # the first attempt stopped mid-epoch 3; the retry took up epoch 3 from the backup
     rows = sweep.load("resume", store)
     assert sorted(row["attempts"] for row in rows) == [1, 2]
+    # the stored time counts the two epochs before the stop, not only the retry's two
+    assert max(row["seconds"] for row in rows) >= 4 * 7 * 0.02
     assert stopped["resumed"] and not plain["resumed"]
     assert stopped["losses"] == plain["losses"]
     assert np.array_equal(stopped["weight"], plain["weight"])
     folder = os.path.dirname(stopped["backup"])
     assert folder.startswith(store + "-backups" + os.sep)
-    key = sweep.trial_key(dict(stop_once=str(tmp_path / "m")))
+    key = sweep.trial_key(settings)
     assert os.path.basename(stopped["backup"]) == f"{key}-{sweep.code_identity(backed_up_trial)}.npz"
     assert not os.path.exists(store + "-backups")  # removed with the trials' results stored

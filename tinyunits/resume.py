@@ -3,8 +3,9 @@
 At the end of every epoch but the last, fit writes to `path` all that the rest of the
 run depends on: the model's parameters and buffers, the optimiser's learning rates and
 buffers, the scheduler's count, the generator that orders the batches and the library's
-own generators (tu.manual_seed's: initialisation, dropout), the history, and the best
-epoch's weights where patience keeps them. A fit given a path that holds a backup loads
+own generators (tu.manual_seed's: initialisation, dropout), the history, the best
+epoch's weights where patience keeps them, and the seconds it has trained (a sweep adds
+them to the time of the attempt that resumes). A fit given a path that holds a backup loads
 it and starts with the next epoch; on the NumPy backends it then computes, bit for bit,
 what the run that was never stopped computes. (CuPy's generator does not show its state:
 there, a model with dropout draws other masks after a resume.) When fit returns, the
@@ -44,10 +45,13 @@ def run_of(model, optimizer, scheduler, rows, **settings) -> dict:
                 rows=rows, **settings)
 
 
-def write(path, run, epoch, model, optimizer, scheduler, order, history, best) -> None:
-    """Back up a run after `epoch` epochs; best = (score, state or None, epochs waited)."""
+def write(path, run, epoch, seconds, model, optimizer, scheduler, order, history,
+          best) -> None:
+    """Back up a run after `epoch` epochs and `seconds` of training; best = (score, state
+    or None, epochs waited)."""
     score, best_state, waited = best
-    progress = dict(run=run, epoch=epoch, history=dict(history), best_epoch=history.best_epoch,
+    progress = dict(run=run, epoch=epoch, seconds=seconds, history=dict(history),
+                    best_epoch=history.best_epoch,
                     best_score=score if math.isfinite(score) else None, waited=waited,
                     order=order.bit_generator.state, generators=backend.generator_states())
     arrays = {_RUN: backend.host_module().frombuffer(json.dumps(progress).encode(), "uint8")}
@@ -60,8 +64,8 @@ def write(path, run, epoch, model, optimizer, scheduler, order, history, best) -
 
 def read(path, run, model, optimizer, scheduler, order, history):
     """Resume from the backup at `path`, if there is one: load the model, optimiser,
-    scheduler, generators and history -> (epochs done, (score, best state, waited)), or
-    None when there is no file."""
+    scheduler, generators and history -> (epochs done, seconds, (score, best state,
+    waited)), or None when there is no file."""
     if not os.path.exists(path):
         return None
     arrays = serialization.load(path)
@@ -89,7 +93,16 @@ def read(path, run, model, optimizer, scheduler, order, history):
     history.best_epoch = progress["best_epoch"]
     score = -math.inf if progress["best_score"] is None else progress["best_score"]
     best_state = {k: backend.asarray(v) for k, v in parts["best"].items()} or None
-    return progress["epoch"], (score, best_state, progress["waited"])
+    return progress["epoch"], progress["seconds"], (score, best_state, progress["waited"])
+
+
+def seconds(path) -> float:
+    """The seconds of training a backup at `path` holds: 0 without one (or with a file
+    that is none: fit says what is wrong with it)."""
+    try:
+        return float(json.loads(serialization.load(path)[_RUN].tobytes())["seconds"])
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return 0.0
 
 
 def remove(path) -> None:

@@ -70,8 +70,9 @@ The store (stdlib sqlite3, WAL mode), one table; read it with plain SQL or panda
         result   TEXT,              -- the result as JSON (NULL unless done)
         error    TEXT,              -- traceback of the last failed attempt, or NULL
         attempts INTEGER NOT NULL,  -- attempts so far, over all runs
-        seconds  REAL,              -- wall time of the attempt that gave the result
-                                    --   (of a trial resumed from a backup: since the resume)
+        seconds  REAL,              -- wall time of the attempt that gave the result (a
+                                    --   trial resumed from a backup: plus the training
+                                    --   time of the epochs it resumed after)
         worker   TEXT,              -- host:pid that ran it
         finished TEXT NOT NULL,     -- UTC time of that attempt, ISO 8601
         code     TEXT,              -- code_identity of the function that ran it
@@ -121,7 +122,7 @@ import urllib.parse
 import warnings
 
 from . import _check as check
-from . import backend
+from . import backend, resume
 
 TRIES = 2  # a raising trial is tried once more, in the same run
 BLAS_THREADS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -466,6 +467,7 @@ def attempt(fn, settings, timeout=None, backups=None):
     path = None if backups is None else os.path.join(
         backups, f"{trial_key(settings)}-{_identity_here(fn)}.npz")
     running = _RUNNING_BACKUP.set(path)
+    earlier = 0.0 if path is None else resume.seconds(path)  # what a stopped attempt spent
     try:
         with one_blas_thread():
             result = fn(given)
@@ -482,7 +484,7 @@ def attempt(fn, settings, timeout=None, backups=None):
         result, error = None, traceback.format_exc()
     finally:
         _RUNNING_BACKUP.reset(running)
-    return (result, error, time.perf_counter() - start, f"{socket.gethostname()}:{os.getpid()}",
+    return (result, error, earlier + time.perf_counter() - start, f"{socket.gethostname()}:{os.getpid()}",
             _identity_here(fn))
 
 

@@ -25,6 +25,7 @@ import math
 import numbers
 import os
 import sys
+import time
 
 from . import _check as check
 from . import backend, resume
@@ -242,14 +243,14 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
         val_data = _check_data("fit", "val_data", val_data, dtype)
     rng = backend.host_module().random.default_rng(seed)
     history, best_score, best_state, waited = History(), -math.inf, None, 0
-    first = 0
+    first, spent, clock = 0, 0.0, time.perf_counter()
     if backup is not None:
         run = resume.run_of(model, optimizer, scheduler, len(X), epochs=epochs,
                             batch_size=batch_size, seed=seed, shuffle=shuffle,
                             patience=patience, validated=val_data is not None)
         saved = resume.read(backup, run, model, optimizer, scheduler, rng, history)
         if saved is not None:
-            first, (best_score, best_state, waited) = saved
+            first, spent, (best_score, best_state, waited) = saved
     with _mode(model, True):
         for epoch in range(first, epochs):
             total, count = 0.0, 0
@@ -288,8 +289,8 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
             if stop:
                 break
             if backup is not None and epoch + 1 < epochs:
-                resume.write(backup, run, epoch + 1, model, optimizer, scheduler, rng, history,
-                             (best_score, best_state, waited))
+                resume.write(backup, run, epoch + 1, spent + time.perf_counter() - clock, model,
+                             optimizer, scheduler, rng, history, (best_score, best_state, waited))
     if best_state is not None:
         model.load_state_dict(best_state)
     if backup is not None:
