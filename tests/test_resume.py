@@ -77,18 +77,51 @@ def test_a_stopped_fit_resumes_bit_for_bit(tmp_path, kind, stops):
     assert not path.exists()  # a finished run removes its backup
 
 
-def test_a_backup_of_another_run_is_refused_and_kept(tmp_path):
+def other_data(kwargs):
+    kwargs["train_data"] = (X + np.float32(0.5), Y)
+
+
+def other_weights(kwargs):
+    kwargs["model"].state_dict()["0.bias"][0] += 1
+
+
+def other_lr(kwargs):
+    kwargs["optimizer"].param_groups[0]["lr"] = 0.05
+
+
+def other_schedule(kwargs):
+    kwargs["scheduler"].milestones = [2, 5]
+
+
+def other_loss(kwargs):
+    def halved(logits, labels):
+        return nn.functional.cross_entropy(logits, labels) * 0.5
+    kwargs["loss_fn"] = halved
+
+
+@pytest.mark.parametrize("change, differs", [
+    (lambda kwargs: kwargs.update(batch_size=16), "batch_size"), (other_data, "data"),
+    (other_weights, "weights"), (other_lr, "groups"), (other_schedule, "schedule"),
+    (other_loss, "loss"), (lambda kwargs: kwargs.update(metric=None), "metric")])
+def test_a_backup_of_another_run_is_refused_and_kept(tmp_path, change, differs):
     path = tmp_path / "run.npz"
     model, opt, sched = setup()
     with pytest.raises(Stop):
         train(model, opt, sched, after_step=stop_at(10), backup=path)
     before = path.read_bytes()
     model, opt, sched = setup()
-    with pytest.raises(ValueError, match=r"fit: the backup .*run\.npz belongs to another run "
-                                         r"\(it differs in \['batch_size'\]\)"):
-        fit(model, nn.functional.cross_entropy, opt, (X, Y), (X[:50], Y[:50]), epochs=6,
-            batch_size=16, scheduler=sched, metric=accuracy, patience=6, seed=1, backup=path)
+    kwargs = dict(model=model, loss_fn=nn.functional.cross_entropy, optimizer=opt,
+                  train_data=(X, Y), val_data=(X[:50], Y[:50]), epochs=6, batch_size=32,
+                  scheduler=sched, metric=accuracy, patience=6, seed=1, backup=path)
+    change(kwargs)
+    with pytest.raises(ValueError, match=rf"fit: the backup .*run\.npz belongs to another run "
+                                         rf"\(it differs in \['{differs}'\]\)"):
+        fit(**kwargs)
     assert path.read_bytes() == before
+
+
+def test_a_backup_that_is_a_checkpoint_is_refused(tmp_path):
+    model, opt, sched = setup()
     tu.save(model, tmp_path / "model.npz")
     with pytest.raises(ValueError, match="is a checkpoint, not a backup of a fit"):
         train(model, opt, sched, backup=tmp_path / "model.npz")

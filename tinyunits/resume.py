@@ -13,14 +13,15 @@ file is removed; when fit raises, it stays, holding the last finished epoch.
 
 A backup is written as tu.save writes a checkpoint (beside its target, renamed into
 place, no pickle), so a run killed while writing keeps the backup of the epoch before.
-It names its run: the model's class and parameter shapes, the optimiser's and the
-scheduler's classes, the number of training rows, epochs, batch size, seed, shuffle and
-patience. A fit of another run refuses a backup that is not its own, rather than resume
-from it or write over it.
+It names its run: the model's modules and shapes, digests of its weights at the start
+and of the data, the optimiser's and the scheduler's classes and hyper-parameters, the
+loss, the metric, epochs, batch size, seed, shuffle and patience. A fit of another run
+refuses a backup that is not its own, rather than resume from it or write over it.
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -32,17 +33,37 @@ _RUN = "fit"  # the key of the run's JSON (its identity, epoch, history, generat
 _PARTS = ("model", "optimizer", "scheduler", "best")
 
 
-def run_of(model, optimizer, scheduler, rows, **settings) -> dict:
-    """The identity of a fit: what a backup must match to be resumed by it."""
+def run_of(model, optimizer, scheduler, data, **settings) -> dict:
+    """The identity of a fit: what a backup must match to be resumed by it. The data and
+    the model's weights at the start enter as digests, so a backup of a run on other data,
+    from other initial weights or with other hyper-parameters is another run's."""
     for name, obj in (("optimizer", optimizer), ("scheduler", scheduler)):
         if obj is not None and not callable(getattr(obj, "load_state_dict", None)):
             check.fail("fit", name, "an object with state_dict() and load_state_dict() when "
                        "backup is given (the optimisers and schedulers of tinyunits.optim)",
                        obj, TypeError)
-    return dict(model=type(model).__name__,
-                shapes={k: list(v.shape) for k, v in model.state_dict().items()},
-                optimizer=type(optimizer).__name__, scheduler=type(scheduler).__name__,
-                rows=rows, **settings)
+    state = model.state_dict()
+    run = dict(model=[type(m).__name__ for _, m in model.named_modules()],
+               shapes={k: list(v.shape) for k, v in state.items()},
+               weights=_digest(state.values()), data=_digest(data),
+               optimizer=type(optimizer).__name__,
+               groups=[{k: v for k, v in g.items() if k != "params"}
+                       for g in optimizer.param_groups],
+               scheduler=type(scheduler).__name__,
+               schedule={k: v for k, v in (vars(scheduler) if scheduler else {}).items()
+                         if k not in ("optimizer", "count")},
+               **settings)
+    return json.loads(json.dumps(run, default=repr))  # as it reads back from a backup
+
+
+def _digest(arrays) -> str:
+    """sha256 of arrays' dtypes, shapes and values."""
+    digest = hashlib.sha256()
+    for a in arrays:
+        a = backend.host_module().ascontiguousarray(backend.to_host(a))
+        digest.update(f"{a.dtype.str}{a.shape}".encode())
+        digest.update(a.view("uint8").reshape(-1))
+    return digest.hexdigest()
 
 
 def write(path, run, epoch, seconds, model, optimizer, scheduler, order, history,

@@ -198,6 +198,10 @@ def _evaluate(where, model, X, y, high, loss_fn, metric, batch_size, dtype):
     return weighted(losses), weighted(metrics)
 
 
+def _name(fn):
+    return None if fn is None else getattr(fn, "__qualname__", type(fn).__name__)
+
+
 def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_size=128,
         scheduler=None, metric=None, patience=None, progress=None, seed=0,
         after_step=None, shuffle=True, backup=None) -> History:
@@ -245,9 +249,10 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     history, best_score, best_state, waited = History(), -math.inf, None, 0
     first, spent, clock = 0, 0.0, time.perf_counter()
     if backup is not None:
-        run = resume.run_of(model, optimizer, scheduler, len(X), epochs=epochs,
+        run = resume.run_of(model, optimizer, scheduler, (X, y, *(val_data or ())[:2]),
+                            loss=_name(loss_fn), metric=_name(metric), epochs=epochs,
                             batch_size=batch_size, seed=seed, shuffle=shuffle,
-                            patience=patience, validated=val_data is not None)
+                            patience=patience)
         saved = resume.read(backup, run, model, optimizer, scheduler, rng, history)
         if saved is not None:
             first, spent, (best_score, best_state, waited) = saved
