@@ -127,10 +127,13 @@ def test_a_backup_that_is_a_checkpoint_is_refused(tmp_path):
         train(model, opt, sched, backup=tmp_path / "model.npz")
 
 
-def test_fit_backup_needs_a_path_and_an_optimiser_with_state():
+def test_fit_backup_needs_a_path_and_an_optimiser_with_state(tmp_path):
     model, opt, sched = setup()
     with pytest.raises(TypeError, match="fit: backup must be a file path or None"):
         train(model, opt, sched, backup=3)
+    for path in (tmp_path, tmp_path / "no folder" / "run.npz"):
+        with pytest.raises(ValueError, match="fit: backup must be a file in an existing folder"):
+            train(model, opt, sched, backup=path)
 
     class Plain:
         def step(self):

@@ -239,6 +239,9 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     check.flag("fit", "shuffle", shuffle)
     if backup is not None and not isinstance(backup, (str, os.PathLike)):
         check.fail("fit", "backup", "a file path or None", backup, TypeError)
+    if backup is not None and (os.path.isdir(backup) or not os.path.isdir(
+            os.path.dirname(os.path.abspath(backup)))):
+        check.fail("fit", "backup", "a file in an existing folder", os.fspath(backup))
     if progress is not None:
         check.flag("fit", "progress", progress)
     dtype = _model_dtype("fit", model)
