@@ -120,6 +120,22 @@ def test_a_backup_of_another_run_is_refused_and_kept(tmp_path, change, differs):
     assert path.read_bytes() == before
 
 
+def test_a_backup_the_optimiser_refuses_leaves_the_model_as_it_was(tmp_path):
+    path = tmp_path / "run.npz"
+    model, opt, sched = setup()
+    with pytest.raises(Stop):
+        train(model, opt, sched, after_step=stop_at(10), backup=path)
+    arrays = tu.load(path)
+    arrays["optimizer.state.0.0.velocity"] = arrays["optimizer.state.0.0.velocity"][:1]
+    tu.save(arrays, path)  # the model's part is fine, the optimiser's is not
+    model, opt, sched = setup()
+    start = weights(model)
+    with pytest.raises(ValueError, match=r"SGD.load_state_dict: state.0.0.velocity must be"):
+        train(model, opt, sched, backup=path)
+    assert all(np.array_equal(v, start[k]) for k, v in weights(model).items())
+    assert opt.state == {}
+
+
 def test_a_backup_that_is_a_checkpoint_is_refused(tmp_path):
     model, opt, sched = setup()
     tu.save(model, tmp_path / "model.npz")

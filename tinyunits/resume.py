@@ -104,10 +104,8 @@ def read(path, run, model, optimizer, scheduler, order, history):
     for key, value in arrays.items():
         part, _, name = key.partition(".")
         parts[part][name] = value
-    model.load_state_dict(parts["model"])
-    optimizer.load_state_dict(parts["optimizer"])
-    if scheduler is not None:
-        scheduler.load_state_dict(parts["scheduler"])
+    _load_all(((model, parts["model"]), (optimizer, parts["optimizer"]),
+               (scheduler, parts["scheduler"])))
     order.bit_generator.state = progress["order"]
     backend.set_generator_states(progress["generators"])
     history.update(progress["history"])
@@ -115,6 +113,22 @@ def read(path, run, model, optimizer, scheduler, order, history):
     score = -math.inf if progress["best_score"] is None else progress["best_score"]
     best_state = {k: backend.asarray(v) for k, v in parts["best"].items()} or None
     return progress["epoch"], progress["seconds"], (score, best_state, progress["waited"])
+
+
+def _load_all(pairs) -> None:
+    """load_state_dict(state) for each (object, state), object None skipped; if one
+    refuses its state, those loaded before it get their own back (a failed load changes
+    nothing)."""
+    pairs = [(obj, state) for obj, state in pairs if obj is not None]
+    before = [{k: v.copy() if hasattr(v, "copy") else v for k, v in obj.state_dict().items()}
+              for obj, _ in pairs]
+    for i, (obj, state) in enumerate(pairs):
+        try:
+            obj.load_state_dict(state)
+        except BaseException:
+            for (done, _), own in zip(pairs[:i], before):
+                done.load_state_dict(own)
+            raise
 
 
 def seconds(path) -> float:
