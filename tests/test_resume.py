@@ -210,17 +210,19 @@ def test_scheduler_state():
 
 # --------------------------------------------------------------------------- in a sweep
 def backed_up_trial(settings):
-    """Trains 4 epochs of 7 steps, each step `sleep` seconds long, with
-    sweep.backup_path(); stops once in epoch 3, where a marker file says so (the first
-    attempt fails, the retry resumes)."""
+    """Trains 4 epochs of 7 steps, each `sleep` seconds long, with sweep.backup_path();
+    attempt i (counted in the file `log`) stops at step stops[i] where there is one."""
     model, opt, sched = setup()
     path = sweep.backup_path()
-    marker = settings.get("stop_once")
     resumed = path is not None and os.path.exists(path)
-    after_step = stop_at(None, settings.get("sleep", 0.0))
-    if marker and not os.path.exists(marker):
-        open(marker, "w").close()
-        after_step = stop_at(7 * 2 + 3, settings.get("sleep", 0.0))
+    stops, attempt = settings.get("stops", []), 0
+    if stops:
+        with open(settings["log"], "a+") as log:
+            log.seek(0)
+            attempt = len(log.read())
+            log.write("x")
+    after_step = stop_at(stops[attempt] if attempt < len(stops) else None,
+                         settings.get("sleep", 0.0))
     history = fit(model, nn.functional.cross_entropy, opt, (X, Y), (X[:50], Y[:50]),
                   epochs=4, batch_size=32, scheduler=sched, seed=1, after_step=after_step,
                   backup=path)
@@ -237,7 +239,7 @@ def test_backup_path_is_none_outside_a_sweep():
 def test_a_failed_attempt_resumes_from_its_backup_and_the_store_keeps_none(tmp_path):
     store = str(tmp_path / "s.sqlite")
     plain = sweep.run("resume", backed_up_trial, [{}], store=store)[0]
-    settings = dict(stop_once=str(tmp_path / "m"), sleep=0.02)
+    settings = dict(stops=[7 * 2 + 3], log=str(tmp_path / "attempts"), sleep=0.02)
     stopped = sweep.run("resume", backed_up_trial, [settings], store=store)[0]
     # the first attempt stopped mid-epoch 3; the retry took up epoch 3 from the backup
     rows = sweep.load("resume", store)
@@ -252,3 +254,20 @@ def test_a_failed_attempt_resumes_from_its_backup_and_the_store_keeps_none(tmp_p
     key = sweep.trial_key(settings)
     assert os.path.basename(stopped["backup"]) == f"{key}-{sweep.code_identity(backed_up_trial)}.npz"
     assert not os.path.exists(store + "-backups")  # removed with the trials' results stored
+
+
+def test_status_says_which_trials_resume_from_a_backup(tmp_path):
+    from lessons.trials.__main__ import status
+    store = str(tmp_path / "s.sqlite")
+    settings = dict(stops=[7 * 2 + 3, 3], log=str(tmp_path / "attempts"))
+    others = [dict(seed=s) for s in range(2)]  # trials without backups (not run)
+    with pytest.warns(RuntimeWarning, match="1 of 1 trials of 'resume' failed 2 times"):
+        sweep.run("resume", backed_up_trial, [settings], store=store)
+    # the first attempt stopped in epoch 3, the second resumed after epoch 2 and stopped
+    assert sweep.backup_of("resume", backed_up_trial, settings, store)["epoch"] == 2
+    assert sweep.backup_of("resume", backed_up_trial, others[0], store) is None
+    line = status("resume", backed_up_trial, [settings, *others], store)
+    assert "3 to run" in line and "1 resume from backups (epochs 2/4:" in line
+    sweep.run("resume", backed_up_trial, [settings], store=store)  # no stops left: it ends
+    assert sweep.backup_of("resume", backed_up_trial, settings, store) is None
+    assert "resume from" not in status("resume", backed_up_trial, [settings], store)

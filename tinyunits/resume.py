@@ -131,13 +131,15 @@ def _load_all(pairs) -> None:
             raise
 
 
-def seconds(path) -> float:
-    """The seconds of training a backup at `path` holds: 0 without one (or with a file
-    that is none: fit says what is wrong with it)."""
+def progress(path) -> dict | None:
+    """{"epoch": epochs done, "epochs": of the run, "seconds": of training} of the backup
+    at `path`; None without one (or with a file that is none: fit says what is wrong)."""
     try:
-        return float(json.loads(serialization.load(path)[_RUN].tobytes())["seconds"])
+        saved = json.loads(serialization.load(path)[_RUN].tobytes())
+        return dict(epoch=saved["epoch"], epochs=saved["run"]["epochs"],
+                    seconds=float(saved["seconds"]))
     except (FileNotFoundError, ValueError, KeyError, TypeError):
-        return 0.0
+        return None
 
 
 def remove(path) -> None:

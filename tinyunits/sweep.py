@@ -420,8 +420,8 @@ def backup_path():
     a session that ends mid-trial loses at most an epoch. The file is one per trial and
     code identity, `<store>-backups/<sweep>/<key>-<code>.npz` beside the store (on a
     remote worker: that path on the worker's disk), and run() removes it once the
-    trial's result is stored. A trial called directly (a lesson's --quick) gets None
-    and runs without backups.
+    trial's result is stored; backup_of() says where a trial will resume. A trial
+    called directly (a lesson's --quick) gets None and runs without backups.
     """
     path = _RUNNING_BACKUP.get()
     if path is not None:
@@ -437,6 +437,16 @@ def _backups(store, name):
     """The folder of sweep `name`'s backups (backup_path)."""
     store = os.path.abspath(store)
     return os.path.join(f"{store}-backups", urllib.parse.quote(name, safe=""))
+
+
+def backup_of(name, fn, settings, store="sweeps.sqlite"):
+    """Where trial `settings` of sweep `name` will resume: resume.progress of the backup
+    it left from fn's code ({"epoch", "epochs", "seconds"}), or None."""
+    return resume.progress(_backup_file(_backups(store, name), settings, fn))
+
+
+def _backup_file(folder, settings, fn):
+    return os.path.join(folder, f"{trial_key(settings)}-{_identity_here(fn)}.npz")
 
 
 def _remove_backups(folder, key):
@@ -464,10 +474,9 @@ def attempt(fn, settings, timeout=None, backups=None):
     # list, np.float64(0.1) is 0.1 (a NumPy scalar would make float32 arithmetic float64
     # here and not there: two results for one key)
     given = json.loads(canonical(settings))
-    path = None if backups is None else os.path.join(
-        backups, f"{trial_key(settings)}-{_identity_here(fn)}.npz")
+    path = None if backups is None else _backup_file(backups, settings, fn)
     running = _RUNNING_BACKUP.set(path)
-    earlier = 0.0 if path is None else resume.seconds(path)  # what a stopped attempt spent
+    earlier = (resume.progress(path) or {}).get("seconds", 0.0) if path else 0.0
     try:
         with one_blas_thread():
             result = fn(given)

@@ -7,7 +7,8 @@
     python -m lessons.trials two_argument --workers 2   # lesson 2's, the robust runs too
     python -m lessons.trials tmaf --workers 2        # lesson 3's
     python -m lessons.trials hannet --table          # only print the stored table
-    python -m lessons.trials dac --status            # per sweep: trials, finished, stale
+    python -m lessons.trials dac --status            # per sweep: trials, finished, stale,
+                                                     # and those a backup resumes
     python -m lessons.trials focusing --only focusing-fashion   # one sweep of the lesson
     python -m lessons.trials hannet --adopt 3        # rows stored before code identities:
                                                      # recompute 3, then stamp (sweep.adopt)
@@ -43,13 +44,22 @@ def sweeps_of(lesson):
 
 
 def status(name, fn, trials, store):
-    """One line: how many of the trials the store holds from fn's code, stale, failed."""
+    """One line: how many of the trials the store holds from fn's code, stale, failed, and
+    which of the others resume from a backup (sweep.backup_of), after how many epochs."""
     held = stored_rows(name, store, fn, trials)
     current, stale, failed = held["current"], len(held["stale"]), len(held["failed"])
     seconds = sum(r["seconds"] or 0 for r in current)
-    return (f"{name:<24}{len(trials):>5} trials {len(current):>5} done {stale:>4} stale "
+    done = {sweep.trial_key(r["settings"]) for r in current}
+    resumable = [p for p in (sweep.backup_of(name, fn, t, store) for t in trials
+                             if sweep.trial_key(t) not in done) if p is not None]
+    line = (f"{name:<24}{len(trials):>5} trials {len(current):>5} done {stale:>4} stale "
             f"{failed:>4} failed {len(trials) - len(current):>5} to run; "
             f"{seconds / 3600:.1f} h of trial time stored")
+    if resumable:  # a stopped sweep's trials that go on from their last epoch
+        epochs = ", ".join(f"{p['epoch']}/{p['epochs']}" for p in resumable)
+        hours = sum(p["seconds"] for p in resumable) / 3600
+        line += f"; {len(resumable)} resume from backups (epochs {epochs}: {hours:.1f} h)"
+    return line
 
 
 def main(argv=None):
