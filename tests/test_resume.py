@@ -212,8 +212,10 @@ def test_scheduler_state():
 def backed_up_trial(settings):
     """Trains 4 epochs of 7 steps, each `sleep` seconds long, with sweep.backup_path();
     attempt i (counted in the file `log`) stops at step stops[i] where there is one."""
-    model, opt, sched = setup()
-    path = sweep.backup_path()
+    return train_with_stops(settings, *setup(), sweep.backup_path())
+
+
+def train_with_stops(settings, model, opt, sched, path):
     resumed = path is not None and os.path.exists(path)
     stops, attempt = settings.get("stops", []), 0
     if stops:
@@ -271,3 +273,30 @@ def test_status_says_which_trials_resume_from_a_backup(tmp_path):
     sweep.run("resume", backed_up_trial, [settings], store=store)  # no stops left: it ends
     assert sweep.backup_of("resume", backed_up_trial, settings, store) is None
     assert "resume from" not in status("resume", backed_up_trial, [settings], store)
+
+
+def two_fits_trial(settings):
+    """Pre-trains and then trains on, each fit with its own backup; the second stops
+    once (settings["stops"] as in backed_up_trial)."""
+    model, opt, sched = setup()
+    fit(model, nn.functional.cross_entropy, opt, (X, Y), epochs=2, batch_size=32, seed=1,
+        backup=sweep.backup_path("pretrain"))
+    return train_with_stops(settings, model, opt, sched, sweep.backup_path("train"))
+
+
+def test_two_fits_in_a_trial_keep_a_backup_each(tmp_path):
+    store = str(tmp_path / "s.sqlite")
+    plain = sweep.run("two", two_fits_trial, [{}], store=store)[0]
+    settings = dict(stops=[7 + 3], log=str(tmp_path / "attempts"))
+    stopped = sweep.run("two", two_fits_trial, [settings], store=store)[0]
+    assert stopped["resumed"] and stopped["backup"].endswith("-train.npz")
+    assert stopped["losses"] == plain["losses"]
+    assert not os.path.exists(store + "-backups")
+    assert sweep.backup_path("pretrain") is None  # outside a sweep
+    running = sweep._RUNNING_BACKUP.set(str(tmp_path / "x.npz"))  # as inside a trial
+    try:
+        for part, error in ((3, TypeError), ("a/b", ValueError)):
+            with pytest.raises(error, match="sweep.backup_path: part must be None or a name"):
+                sweep.backup_path(part)
+    finally:
+        sweep._RUNNING_BACKUP.reset(running)

@@ -412,7 +412,7 @@ def one_blas_thread():
         yield
 
 
-def backup_path():
+def backup_path(part=None):
     """The file a trial that run() is running gives fit(..., backup=), or None outside run().
 
     With it, a trial that stops (a killed sweep, a lost worker, an attempt that raised)
@@ -422,10 +422,19 @@ def backup_path():
     remote worker: that path on the worker's disk), and run() removes it once the
     trial's result is stored; backup_of() says where a trial will resume. A trial
     called directly (a lesson's --quick) gets None and runs without backups.
+
+    A trial that calls fit more than once names each call's file: backup_path("pretrain"),
+    backup_path("finetune") (one file would be refused by the other fit, as another run's).
     """
     path = _RUNNING_BACKUP.get()
-    if path is not None:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+    if path is None:
+        return None
+    if part is not None:
+        if not isinstance(part, str) or not part.isidentifier():
+            check.fail("sweep.backup_path", "part", "None or a name (letters, digits, _)",
+                       part, TypeError if not isinstance(part, str) else ValueError)
+        path = f"{path[:-len('.npz')]}-{part}.npz"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     return path
 
 
