@@ -420,12 +420,14 @@ closing.regression(results, reg, REG_DATA, SIZE)  # the store's rows too, and th
 # training, batch 128, L2 on kernels only (2e-4, the paper's CIFAR-10 value),
 # He-normal kernels, zero biases. The test error is read at the epoch with the
 # best validation accuracy (the paper averages 5 replicates x 5 epochs around
-# it; we run one replicate). --quick scales everything down to fit the time on
-# a CPU: images average-pooled to 14x14, a 3-conv net (widths 8/16/32), a
-# slice of the training set (6000 images), 8 epochs, batch 64 (for more steps).
-# --full uses the 20/16 structure on the full 28x28 set; the paper's 80k steps
-# would take days in NumPy on a CPU, so --full trains 30 epochs (stated, not the
-# paper's length). The sizes are trials.SIZES[mode]["vgg"].
+# it; we read each run's best epoch, one seed here, 5 in --full). --quick scales
+# everything down to fit the time on a CPU: images average-pooled to 14x14, a
+# 3-conv net (widths 8/16/32), a slice of the training set (6000 images), 8
+# epochs, batch 64 (for more steps). --full uses the paper's 20/16 structure
+# (19 convs, 16/32/64 kernels) on all 50,000 training images, batch 128, 5
+# seeds; to fit 2 CPU cores the images stay pooled to 14x14 and each net trains
+# 15 epochs (the paper: 32x32 CIFAR, 80k steps, about 205 epochs; stated, not
+# the paper's length). The sizes are trials.SIZES[mode]["vgg"].
 
 # %%
 CONV = trials.SIZES[SIZE]["vgg"]
