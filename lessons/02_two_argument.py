@@ -28,8 +28,8 @@
 # beside ours.
 #
 # Run: `python lessons/02_two_argument.py` (--quick, the default, takes a few
-# minutes on 2 cores), `--full` (the paper's epochs, early stopping and 4
-# repetitions: hours; its runs are kept in lessons/results/sweeps.sqlite, so a
+# minutes on 2 cores), `--full` (the epochs and early stopping of the authors'
+# code, 4 repetitions, and the robust runs: hours; its runs are kept in lessons/results/sweeps.sqlite, so a
 # re-run computes only what is missing, and `--workers 2` runs two at a time),
 # `--tiny` (seconds; the test suite's smoke run).
 #
@@ -135,8 +135,9 @@ results.add("1-arg / ReLU widths matching [64]*3", f"[{WIDTH[1]}]*3 / [{WIDTH[0]
 # 101 x 101 grid, blurred by a Gaussian of sigma 1/3 (datasets.random_smooth_map).
 # `pretrain` fits the inner network to it by regression (MSE, Adam 1e-3, batch
 # 200) and keeps its best snapshot. The 1-argument control's inner net is
-# pretrained the same way on a 1-D section of such a map (the row x1 = 0), our
-# choice: the paper does not say how its 1-argument nets were initialised.
+# pretrained the same way on a 1-D section of such a map (the row x1 = 0; its
+# 101 points in batches of 10), our choice: the paper does not say how its
+# 1-argument nets were initialised.
 # The closing table calls the map fitted when the mean R^2 of the 2-argument
 # runs is above 0.9 (`verdicts.FIT_R2`, lessons/verdicts.py), read from the
 # store's paper-scale runs when it holds them all.
@@ -336,7 +337,7 @@ results.add("negative curvature, Xavier-random f", f"{sum(k < 0 for k in xavier)
 # all of them, else this run's, and says which it compared.
 
 # %%
-if ROBUST[SIZE]:  # --full: the same runs with session III trained adversarially (Madry et al.)
+if ROBUST[SIZE]:  # --full (--tiny: briefly): session III trained adversarially (Madry et al.)
     robust_trials = [dict(t, **ROBUST[SIZE]) for t in trials]
     attacked = {n: [] for n in NAMES}
     for t, r in zip(robust_trials, grid("two_argument-robust", session_trial, robust_trials)):

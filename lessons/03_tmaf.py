@@ -207,7 +207,8 @@ for kind in ("ReLU", "PReLU", "TMAF", "tri-TMAF"):
 # Networks: one or two hidden layers of 4, 8, 16 or 32 neurons (the paper's
 # widths are lost; its table has 4 columns for each depth, so ours does too).
 # Error: relative L2 error ||f_hat - f|| / ||f|| on 2000 fresh points (the
-# paper's measure is lost too), the median over 3 seeds.
+# paper's measure is lost too), the median over the mode's seeds (3 in --quick,
+# 5 in --full).
 #
 # Why several seeds: narrow ReLU networks often end with *dead* neurons, whose
 # pre-activation is negative on every input, so they never pass a gradient

@@ -58,11 +58,11 @@ SIZES = {
 # number, the likely reason where ours does not hold; {names}: the run's SIZES).
 _ONE_DRAW = ("{measured}; one random draw of each net, as the paper's Figure 1 shows one: a single "
              "draw may or may not collapse, and section 2's V3 counts collapses over draws")
-_FEW_SAMPLES = ("{measured} (the paper draws 3000 per depth; our grid is {v3[0]} x {v3[0]}); V3, "
-                "a geometric mean, is 0 as soon as one sample collapses; not measured: V3 on "
-                "3000 samples per depth")
-_ONE_RUN = ("one run from seed 0 at the learning rates {board[1]} (HanNet) and {board[2]} "
-            "(FCNet), where the paper reports the best of its learning-rate sweep; {measured}")
+_FEW_SAMPLES = ("{measured} ({v3[1]} samples per depth, the paper's 3000; grid {v3[0]} x "
+                "{v3[0]}); V3, a geometric mean, is 0 as soon as one sample collapses")
+_ONE_RUN = ("the best of one seed-0 run per learning rate in {board[1]} (HanNet) and "
+            "{board[2]} (FCNet), as the paper reports the best of its learning-rate sweep; "
+            "{measured}")
 _MIXER = ("{measured}; a 32-channel patch model on Fashion-MNIST, {mixer[2]} epochs on {mixer[0]} "
           "images, not the paper's CIFAR, STL-10 and ImageNet-32 with a convolutional stem; the "
           "paper notes that Han-Mixers alone cannot always bring enough parameters")

@@ -18,7 +18,8 @@ repetition of the paper is one trial per model. The settings:
              epochs against a robust_steps-step attack of radius robust_eps; sessions I
              and II are as in the other runs
 
-Adam 1e-3 and batches of 200 throughout, as in the authors' code. The paper's MLP
+Adam 1e-3 and batches of 200 throughout, as in the authors' code (the 1-argument
+net's session I: batches of 10, its map has 101 points). The paper's MLP
 results are on MNIST; where MNIST is not installed (as here), Fashion-MNIST stands in
 for it, with the same shapes, pixel scale and eps, and is a harder task, so neither
 accuracies nor robust accuracies compare with the paper's numbers directly. SIZES (the
