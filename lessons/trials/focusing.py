@@ -39,7 +39,8 @@ import tinyunits as tu
 from tinyunits import nn, optim
 from tinyunits.train import accuracy, evaluate, fit
 
-# Lesson 5's sizes per mode, one entry per section (--full: the paper's), read in one line
+# Lesson 5's sizes per mode, one entry per section (--full: the paper's, with more seeds
+# where the paper shows one run), read in one line
 # per section:
 #   ltf      learning to focus: training rows, epochs, seeds (Figure 2)
 #   trials   random trials: draws, epochs (Figure 3)

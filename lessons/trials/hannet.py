@@ -32,7 +32,8 @@ from tinyunits import nn, ops, optim
 # the ablation of Table 7 sweeps for every variant).
 HAN_LRS, FC_LRS = [0.025, 0.05, 0.075, 0.1], [0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25]
 
-# Lesson 4's sizes per mode, one entry per section (--full: the paper's), read in one line
+# Lesson 4's sizes per mode, one entry per section (--full: the paper's where a CPU can, the
+# Han-Mixer on Fashion-MNIST), read in one line
 # per section:
 #   landscape  grid points per axis of each Figure 1 landscape
 #   v3         grid points per axis, parameter samples per depth, depths (Figure 2)
