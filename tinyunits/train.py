@@ -252,10 +252,10 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     history, best_score, best_state, waited = History(), -math.inf, None, 0
     first, spent, clock = 0, 0.0, time.perf_counter()
     if backup is not None:
-        run = resume.run_of(model, optimizer, scheduler, (X, y, *(val_data or ())[:2]),
-                            loss=_name(loss_fn), metric=_name(metric), epochs=epochs,
-                            batch_size=batch_size, seed=seed, shuffle=shuffle,
-                            patience=patience)
+        data = (X, y) if val_data is None else (X, y, *val_data[:2])
+        run = resume.run_of(model, optimizer, scheduler, data, loss=_name(loss_fn),
+                            metric=_name(metric), epochs=epochs, batch_size=batch_size,
+                            seed=seed, shuffle=shuffle, patience=patience)
         saved = resume.read(backup, run, model, optimizer, scheduler, rng, history)
         if saved is not None:
             first, spent, (best_score, best_state, waited) = saved
