@@ -449,10 +449,16 @@ def _robust_rows(monkeypatch, store, here=None):
     """Lesson 2's robust increment from this run (one run each, attacked on 500 images) and a
     store that holds `store` ({model: accuracies %} or nothing)."""
     from lessons.closing import two_argument as closing
-    monkeypatch.setattr(closing, "stored", lambda *args: store)
+    tables = []
+
+    def stored(module, name, by, value, *args):  # the table holds both radii, keyed so
+        tables.append(sorted(value))
+        return {(model, "eps 0.3"): v for model, v in store.items()}
+    monkeypatch.setattr(closing, "stored", stored)
     results = _lesson.Results("paper", claims=closing.trials.PAPER)
     closing.robust_increment(results, here or {2: [0.002], 1: [0.002], 0: [0.0]}, "toy data",
                              None, 500)
+    assert tables == [["eps 0.1", "eps 0.3"]]
     return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
 
 
