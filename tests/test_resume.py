@@ -238,11 +238,12 @@ def test_backup_path_is_none_outside_a_sweep():
     assert result["backup"] is None
 
 
-def test_a_failed_attempt_resumes_from_its_backup_and_the_store_keeps_none(tmp_path):
+@pytest.mark.parametrize("timeout", [None, 120])  # in this process, or a child per attempt
+def test_a_failed_attempt_resumes_from_its_backup_and_the_store_keeps_none(tmp_path, timeout):
     store = str(tmp_path / "s.sqlite")
     plain = sweep.run("resume", backed_up_trial, [{}], store=store)[0]
     settings = dict(stops=[7 * 2 + 3], log=str(tmp_path / "attempts"), sleep=0.02)
-    stopped = sweep.run("resume", backed_up_trial, [settings], store=store)[0]
+    stopped = sweep.run("resume", backed_up_trial, [settings], store=store, timeout=timeout)[0]
     # the first attempt stopped mid-epoch 3; the retry took up epoch 3 from the backup
     rows = sweep.load("resume", store)
     assert sorted(row["attempts"] for row in rows) == [1, 2]
