@@ -1,6 +1,7 @@
 """fit(..., backup=): a stopped run resumes and computes what the uninterrupted one does;
 optimiser and scheduler state; sweep.backup_path() inside and outside a sweep."""
 import os
+import signal
 import time
 
 import numpy as np
@@ -37,13 +38,16 @@ def train(model, opt, sched, **kwargs):
                batch_size=32, scheduler=sched, metric=accuracy, patience=6, seed=1, **kwargs)
 
 
-def stop_at(step, sleep=0.0):
-    """An after_step that sleeps `sleep` s a step and raises Stop at step `step` (None: never)."""
+def stop_at(step, sleep=0.0, kill=False):
+    """An after_step that sleeps `sleep` s a step and, at step `step` (None: never), raises
+    Stop or, with kill, kills its own process (a worker lost mid-trial)."""
     count = [0]
 
     def after_step(model):
         count[0] += 1
         time.sleep(sleep)  # a step that takes measurable time
+        if count[0] == step and kill:
+            os.kill(os.getpid(), signal.SIGKILL)
         if count[0] == step:
             raise Stop
     return after_step
@@ -224,7 +228,7 @@ def train_with_stops(settings, model, opt, sched, path):
             attempt = len(log.read())
             log.write("x")
     after_step = stop_at(stops[attempt] if attempt < len(stops) else None,
-                         settings.get("sleep", 0.0))
+                         settings.get("sleep", 0.0), settings.get("kill", False))
     history = fit(model, nn.functional.cross_entropy, opt, (X, Y), (X[:50], Y[:50]),
                   epochs=4, batch_size=32, scheduler=sched, seed=1, after_step=after_step,
                   backup=path)
@@ -301,3 +305,15 @@ def test_two_fits_in_a_trial_keep_a_backup_each(tmp_path):
                 sweep.backup_path(part)
     finally:
         sweep._RUNNING_BACKUP.reset(running)
+
+
+def test_a_worker_killed_mid_trial_costs_at_most_an_epoch(tmp_path):
+    pytest.importorskip("distributed")
+    store = str(tmp_path / "s.sqlite")
+    plain = backed_up_trial({})
+    settings = dict(stops=[7 * 2 + 3], log=str(tmp_path / "attempts"), kill=True)
+    result = sweep.run("killed", backed_up_trial, [settings], store=store, workers=1)[0]
+    assert open(settings["log"]).read() == "xx"  # the worker died once, the retry finished
+    assert result["resumed"] and result["losses"] == plain["losses"]
+    assert np.array_equal(result["weight"], plain["weight"])
+    assert not os.path.exists(store + "-backups")
