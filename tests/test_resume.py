@@ -310,7 +310,7 @@ def test_two_fits_in_a_trial_keep_a_backup_each(tmp_path):
 def test_a_worker_killed_mid_trial_costs_at_most_an_epoch(tmp_path):
     pytest.importorskip("distributed")
     store = str(tmp_path / "s.sqlite")
-    plain = backed_up_trial({})
+    plain = sweep.run("plain", backed_up_trial, [{}], store=store)[0]
     settings = dict(stops=[7 * 2 + 3], log=str(tmp_path / "attempts"), kill=True)
     result = sweep.run("killed", backed_up_trial, [settings], store=store, workers=1)[0]
     assert open(settings["log"]).read() == "xx"  # the worker died once, the retry finished
