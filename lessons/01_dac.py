@@ -472,7 +472,7 @@ print(plots.costs_text(f"our net {CONV['stages']} x {CONV['per_stage']} on {HW}x
 # %% [markdown]
 # With few layers (three in --quick, against the paper's nineteen) the stem and the
 # 1x1 head weigh more in these ratios; in --full our net is the 20/16 itself, on
-# 28 x 28 x 1 images.
+# the same 14 x 14 x 1 images.
 
 # %%
 # One net is `trials.vgg_trial`: `trials.vgg` on `trials.fashion_mnist`, by the recipe above.
