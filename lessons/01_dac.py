@@ -465,7 +465,7 @@ results.add("VGG 20/16: DAC +params / +FLOPs", f"+{100 * (paper_p - 1):.1f} % / 
 # of; and the 1x1 DAC head costs +50 % of its (small) FLOPs, like any 1x1 DAC.
 
 # %%
-HW = 28 // CONV["pool"]  # --quick average-pools the images 2 x 2 on the host: 4x fewer positions
+HW = 28 // CONV["pool"]  # --quick and --full average-pool 2 x 2 on the host: 4x fewer positions
 own_costs = network_costs(CONV["stages"], CONV["per_stage"], HW, 1)
 print(plots.costs_text(f"our net {CONV['stages']} x {CONV['per_stage']} on {HW}x{HW}", *own_costs))
 
