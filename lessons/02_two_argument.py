@@ -29,8 +29,9 @@
 #
 # Run: `python lessons/02_two_argument.py` (--quick, the default, takes a few
 # minutes on 2 cores), `--full` (the epochs and early stopping of the authors'
-# code, 4 repetitions, and the robust runs: hours; its runs are kept in lessons/results/sweeps.sqlite, so a
-# re-run computes only what is missing, and `--workers 2` runs two at a time),
+# code, 4 repetitions, and the robust runs: hours; its runs are kept in
+# lessons/results/sweeps.sqlite, so a re-run computes only what is missing, and
+# `--workers 2` runs two at a time),
 # `--tiny` (seconds; the test suite's smoke run).
 #
 # The runs' code (the outer network, the sessions, the attack) is in

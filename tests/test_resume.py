@@ -259,7 +259,8 @@ def test_a_failed_attempt_resumes_from_its_backup_and_the_store_keeps_none(tmp_p
     folder = os.path.dirname(stopped["backup"])
     assert folder.startswith(store + "-backups" + os.sep)
     key = sweep.trial_key(settings)
-    assert os.path.basename(stopped["backup"]) == f"{key}-{sweep.code_identity(backed_up_trial)}.npz"
+    code = sweep.code_identity(backed_up_trial)
+    assert os.path.basename(stopped["backup"]) == f"{key}-{code}.npz"
     assert not os.path.exists(store + "-backups")  # removed with the trials' results stored
 
 

@@ -485,7 +485,8 @@ def attempt(fn, settings, timeout=None, backups=None):
     given = json.loads(canonical(settings))
     path = None if backups is None else _backup_file(backups, settings, fn)
     running = _RUNNING_BACKUP.set(path)
-    earlier = (resume.progress(path) or {}).get("seconds", 0.0) if path else 0.0
+    saved = resume.progress(path) if path else None
+    earlier = saved["seconds"] if saved else 0.0  # what stopped attempts trained
     try:
         with one_blas_thread():
             result = fn(given)
@@ -502,8 +503,8 @@ def attempt(fn, settings, timeout=None, backups=None):
         result, error = None, traceback.format_exc()
     finally:
         _RUNNING_BACKUP.reset(running)
-    return (result, error, earlier + time.perf_counter() - start, f"{socket.gethostname()}:{os.getpid()}",
-            _identity_here(fn))
+    seconds = earlier + time.perf_counter() - start
+    return (result, error, seconds, f"{socket.gethostname()}:{os.getpid()}", _identity_here(fn))
 
 
 def _same_settings(before, after) -> bool:
