@@ -281,6 +281,34 @@ def test_status_says_which_trials_resume_from_a_backup(tmp_path):
     assert "resume from" not in status("resume", backed_up_trial, [settings], store)
 
 
+def ordered_trial(settings):
+    """backed_up_trial that first writes its name to the file settings["order"]."""
+    with open(settings["order"], "a") as order:
+        order.write(settings["name"] + " ")
+    return backed_up_trial(settings)
+
+
+@pytest.mark.parametrize("workers", [None, 2])
+def test_trials_with_a_backup_start_first_then_in_their_order(tmp_path, workers):
+    if workers:
+        pytest.importorskip("distributed")
+    store, order = str(tmp_path / "s.sqlite"), str(tmp_path / "order")
+    trials = [dict(name=name, order=order, sleep=0.01) for name in "abcde"]
+    trials[0]["sleep"] = 0.08  # a: 2.2 s, longer than d, b, c and e one after another
+    trials[3].update(stops=[7 * 2 + 3, 3], log=str(tmp_path / "attempts d"))
+    with pytest.warns(RuntimeWarning, match="1 of 1 trials of 'order' failed 2 times"):
+        sweep.run("order", ordered_trial, [trials[3]], store=store)  # leaves d a backup
+    os.remove(order)
+    trials[1].update(stops=[3], log=str(tmp_path / "attempts b"))  # b fails once
+    sweep.run("order", ordered_trial, trials, store=store, workers=workers)
+    started = open(order).read().split()
+    if workers:  # d and a start together, in either order
+        started[:2] = sorted(started[:2], key="da".index)
+    # then the free worker takes b, b's retry, c and e (given them all at once, Dask
+    # queued c behind a, on a's worker, and put the retry last: b e c b)
+    assert started == ["d", "a", "b", "b", "c", "e"]
+
+
 def two_fits_trial(settings):
     """Pre-trains and then trains on, each fit with its own backup; the second stops
     once (settings["stops"] as in backed_up_trial)."""

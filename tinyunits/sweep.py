@@ -16,9 +16,11 @@ run() returns one result dict per trial, in the order of `trials` (None for a
 trial that failed). Every finished trial is written to the store at once,
 so a re-run skips what has finished and a killed sweep loses at most the trials
 that were running; a trial that gives fit(..., backup=sweep.backup_path()) loses
-at most the epoch it was in, and resumes from there when it runs again. A trial
-that raises is recorded with its traceback, tried once more, and reported at the
-end; the others go on. A trial that breaks the rules
+at most the epoch it was in, and resumes from there when it runs again. Trials
+start in the order of `trials`, those with a backup first, and a failed trial's
+retry next (on run()'s own workers; a scheduler= cluster gets that order as Dask
+priorities). A trial that raises is recorded with its traceback, tried once
+more, and reported at the end; the others go on. A trial that breaks the rules
 (calls sys.exit, or changes the settings it was given) would do so again: it is
 recorded as failed once and not tried again. With ``timeout=`` seconds, each trial
 runs in a process of its own that is stopped past the limit (recorded as failed,
@@ -96,6 +98,7 @@ turn all three back. No pickle.
 """
 import ast
 import base64
+import collections
 import contextlib
 import contextvars
 import datetime
@@ -848,17 +851,24 @@ def _dask(fn, todo, report, workers, scheduler, timeout, backups):
             client = stack.enter_context(Client(cluster))
         else:
             client = stack.enter_context(Client(scheduler))
-        tries = {}
+        # Our workers are sent a trial when one is free: given all at once, Dask hands
+        # the first ones out two to a worker, and one waited behind a long trial while
+        # the other worker ran later ones. Another cluster gets all (it may scale on
+        # them), ranked.
+        queue, tries, futures = collections.deque(todo), {}, {}
+        rank = {key: len(todo) - i for i, key in enumerate(todo)}
+        slots = workers if scheduler is None else len(todo)
 
-        def submit(key):
+        def submit():
+            key = queue.popleft()
             tries[key] = tries.get(key, 0) + 1
             # pure=False: a retry must run again, not reuse the failed future
-            future = client.submit(attempt, fn, todo[key], timeout, backups, pure=False)
+            future = client.submit(attempt, fn, todo[key], timeout, backups, pure=False,
+                                   priority=rank[key])
             futures[future] = key
             return future
 
-        futures = {}
-        pending = as_completed([submit(key) for key in todo])
+        pending = as_completed([submit() for _ in range(min(slots, len(queue)))])
         for future in pending:
             key = futures.pop(future)
             if future.status == "finished":
@@ -866,7 +876,9 @@ def _dask(fn, todo, report, workers, scheduler, timeout, backups):
             else:  # the task itself died: its worker was lost too often (KilledWorker)
                 outcome = (None, f"{future.status}: {future.exception()!r}", None, None, None)
             if not report(key, *outcome, tries[key]) and tries[key] < TRIES:
-                pending.add(submit(key))
+                queue.appendleft(key)
+            if queue:
+                pending.add(submit())
 
 
 # --------------------------------------------------------------------------- the entry point
@@ -936,6 +948,8 @@ def run(name, fn, trials, store="sweeps.sqlite", workers=None, scheduler=None, p
         stored = {k: (status, c) for k, status, c in db.execute(
             "SELECT key, status, code FROM trials WHERE sweep = ?", (name,))}
         todo = {k: t for k, t in zip(keys, trials) if stored.get(k) != ("done", code)}
+        todo = dict(sorted(todo.items(),  # stable: the rest keep their order
+                           key=lambda kt: not os.path.exists(_backup_file(backups, kt[1], fn))))
         stale = sum(stored.get(k, ("",))[0] == "done" for k in todo)
         if stale:
             warnings.warn(f"sweep.run: {stale} stored trials of {name!r} were computed by "
