@@ -400,10 +400,11 @@ closing.step_overhead(results, interleaved_times(steps, time_reps), time_batch)
 #   the seeds.
 # - Random trials: --quick draws far fewer sets than the paper's 750 (--full
 #   draws all 750), from a reduced Table 1 grid, with the author's notebook
-#   settings where Table 1 is silent; the verdicts read the store's 750 draws when it holds them. A few
-#   clean draws say little, and the smallest nets can swing their mean: with
-#   nL = 4 inputs a focus of sigma 0.15 over inputs 1/3 apart sees mostly one of
-#   them (section 3 prints each clean draw's gap with its nL and hidden width).
+#   settings where Table 1 is silent; the verdicts read the store's 750 draws
+#   when it holds them. A few clean draws say little, and the smallest nets can
+#   swing their mean: with nL = 4 inputs a focus of sigma 0.15 over inputs 1/3
+#   apart sees mostly one of them (section 3 prints each clean draw's gap with
+#   its nL and hidden width).
 #   Scoring by the best test accuracy over the epochs, as the notebook does,
 #   flatters both nets alike.
 # - Fashion-MNIST in --quick mode trains fewer images, a narrower net and far
