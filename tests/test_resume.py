@@ -1,5 +1,6 @@
 """fit(..., backup=): a stopped run resumes and computes what the uninterrupted one does;
 optimiser and scheduler state; sweep.backup_path() inside and outside a sweep."""
+import json
 import os
 import signal
 import time
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 import tinyunits as tu
-from tinyunits import nn, optim, sweep
+from tinyunits import nn, optim, resume, sweep
 from tinyunits.train import accuracy, fit
 
 X = np.random.default_rng(0).normal(size=(200, 5)).astype(np.float32)
@@ -58,8 +59,10 @@ def weights(model):
 
 
 @pytest.mark.parametrize("kind", ["sgd", "adam"])
-@pytest.mark.parametrize("stops", [[23], [9, 30, 38]])  # 7 steps an epoch, 6 epochs
-def test_a_stopped_fit_resumes_bit_for_bit(tmp_path, kind, stops):
+@pytest.mark.parametrize("stops", [[23], [9, 30, 40]])  # 7 steps an epoch, 6 epochs
+@pytest.mark.parametrize("interval", [float("inf"), 0.0])  # backups at epoch ends; every step
+def test_a_stopped_fit_resumes_bit_for_bit(tmp_path, monkeypatch, kind, stops, interval):
+    monkeypatch.setattr(resume, "INTERVAL", interval)
     model, opt, sched = setup(kind)
     expected = train(model, opt, sched)
     final = weights(model)
@@ -69,8 +72,10 @@ def test_a_stopped_fit_resumes_bit_for_bit(tmp_path, kind, stops):
         model, opt, sched = setup(kind)  # as a restarted process: generators at the start
         with pytest.raises(Stop):
             train(model, opt, sched, after_step=stop_at(step - done), backup=path)
-        done = 7 * (step // 7)  # the backup holds the epochs finished before the stop
-        assert path.exists()
+        # the backup holds the steps before the stop: the epochs finished, or every step
+        done = 7 * ((step - 1) // 7) if interval else step - 1
+        saved = resume.progress(path)
+        assert (7 * saved["epoch"] + saved["step"], saved["epochs"]) == (done, 6)
     model, opt, sched = setup(kind)
     history = train(model, opt, sched, backup=path)
     assert dict(history) == dict(expected) and history.best_epoch == expected.best_epoch
@@ -79,6 +84,24 @@ def test_a_stopped_fit_resumes_bit_for_bit(tmp_path, kind, stops):
     group = opt.param_groups[0]
     assert group["lr"] == pytest.approx(group["initial_lr"] * 0.01) and sched.count == 6
     assert not path.exists()  # a finished run removes its backup
+
+
+def test_a_backup_written_before_fit_wrote_within_epochs_resumes(tmp_path):
+    """Such a backup holds the epochs finished and none of the next epoch's steps."""
+    model, opt, sched = setup()
+    expected = train(model, opt, sched)
+    path = tmp_path / "run.npz"
+    model, opt, sched = setup()
+    with pytest.raises(Stop):
+        train(model, opt, sched, after_step=stop_at(17), backup=path)
+    arrays = tu.serialization.load(path)
+    saved = json.loads(arrays["fit"].tobytes())
+    assert (saved.pop("step"), saved.pop("total"), saved.pop("count")) == (0, 0.0, 0)
+    arrays["fit"] = np.frombuffer(json.dumps(saved).encode(), "uint8")
+    tu.serialization.save(arrays, path)
+    assert resume.progress(path)["step"] == 0
+    model, opt, sched = setup()
+    assert dict(train(model, opt, sched, backup=path)) == dict(expected)
 
 
 def other_data(kwargs):
@@ -264,18 +287,22 @@ def test_a_failed_attempt_resumes_from_its_backup_and_the_store_keeps_none(tmp_p
     assert not os.path.exists(store + "-backups")  # removed with the trials' results stored
 
 
-def test_status_says_which_trials_resume_from_a_backup(tmp_path):
+@pytest.mark.parametrize("interval, where", [(float("inf"), "2/4"), (0.0, "2/4 + 4 steps")])
+def test_status_says_which_trials_resume_from_a_backup(tmp_path, monkeypatch, interval,
+                                                       where):
     from lessons.trials.__main__ import status
+    monkeypatch.setattr(resume, "INTERVAL", interval)  # backups at epoch ends; every step
     store = str(tmp_path / "s.sqlite")
     settings = dict(stops=[7 * 2 + 3, 3], log=str(tmp_path / "attempts"))
     others = [dict(seed=s) for s in range(2)]  # trials without backups (not run)
     with pytest.warns(RuntimeWarning, match="1 of 1 trials of 'resume' failed 2 times"):
         sweep.run("resume", backed_up_trial, [settings], store=store)
-    # the first attempt stopped in epoch 3, the second resumed after epoch 2 and stopped
+    # the first attempt stopped at step 3 of epoch 3; the second resumed from its backup
+    # (epoch 2 done, or 2 of its steps too) and stopped 3 steps later
     assert sweep.backup_of("resume", backed_up_trial, settings, store)["epoch"] == 2
     assert sweep.backup_of("resume", backed_up_trial, others[0], store) is None
     line = status("resume", backed_up_trial, [settings, *others], store)
-    assert "3 to run" in line and "1 resume from backups (epochs 2/4:" in line
+    assert "3 to run" in line and f"1 resume from backups (epochs {where}:" in line
     sweep.run("resume", backed_up_trial, [settings], store=store)  # no stops left: it ends
     assert sweep.backup_of("resume", backed_up_trial, settings, store) is None
     assert "resume from" not in status("resume", backed_up_trial, [settings], store)

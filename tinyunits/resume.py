@@ -1,15 +1,18 @@
 """Backups of a fit in progress: fit(..., backup=path) goes on where a stopped run left off.
 
-At the end of every epoch but the last, fit writes to `path` all that the rest of the
-run depends on: the model's parameters and buffers, the optimiser's learning rates and
-buffers, the scheduler's count, the generator that orders the batches and the library's
-own generators (tu.manual_seed's: initialisation, dropout), the history, the best
-epoch's weights where patience keeps them, and the seconds it has trained (a sweep adds
-them to the time of the attempt that resumes). A fit given a path that holds a backup loads
-it and starts with the next epoch; on the NumPy backends it then computes, bit for bit,
-what the run that was never stopped computes. (CuPy's generator does not show its state:
-there, a model with dropout draws other masks after a resume.) When fit returns, the
-file is removed; when fit raises, it stays, holding the last finished epoch.
+At the end of every epoch but the last, and within an epoch every INTERVAL seconds (an
+epoch of a big net on a CPU can take many minutes), fit writes to `path` all that the
+rest of the run depends on: the model's parameters and buffers, the optimiser's learning
+rates and buffers, the scheduler's count, the generator that orders the batches (as it
+was before it drew this epoch's order), the steps of the epoch done and their summed
+loss, the library's own generators (tu.manual_seed's: initialisation, dropout), the
+history, the best epoch's weights where patience keeps them, and the seconds it has
+trained (a sweep adds them to the time of the attempt that resumes). A fit given a path
+that holds a backup loads it, draws the epoch's order again and goes on with the step
+after the last one the backup holds; on the NumPy backends it then computes, bit for
+bit, what the run that was never stopped computes. (CuPy's generator does not show its
+state: there, a model with dropout draws other masks after a resume.) When fit returns,
+the file is removed; when fit raises, it stays, holding the last backup written.
 
 A backup is written as tu.save writes a checkpoint (beside its target, renamed into
 place, no pickle), so a run killed while writing keeps the backup of the epoch before.
@@ -31,6 +34,7 @@ from . import backend, serialization
 
 _RUN = "fit"  # the key of the run's JSON (its identity, epoch, history, generators)
 _PARTS = ("model", "optimizer", "scheduler", "best")
+INTERVAL = 300.0  # seconds of training between two backups within an epoch
 
 
 def run_of(model, optimizer, scheduler, data, **settings) -> dict:
@@ -66,15 +70,17 @@ def _digest(arrays) -> str:
     return digest.hexdigest()
 
 
-def write(path, run, epoch, seconds, model, optimizer, scheduler, order, history,
+def write(path, run, epoch, within, seconds, model, optimizer, scheduler, order, history,
           best) -> None:
-    """Back up a run after `epoch` epochs and `seconds` of training; best = (score, state
-    or None, epochs waited)."""
+    """Back up a run after `epoch` epochs, `within` = (steps, summed loss, rows) of the next
+    one, and `seconds` of training. order: the batch generator's state before it drew the
+    next epoch's order; best = (score, state or None, epochs waited)."""
     score, best_state, waited = best
-    progress = dict(run=run, epoch=epoch, seconds=seconds, history=dict(history),
-                    best_epoch=history.best_epoch,
+    step, total, count = within
+    progress = dict(run=run, epoch=epoch, step=step, total=total, count=count,
+                    seconds=seconds, history=dict(history), best_epoch=history.best_epoch,
                     best_score=score if math.isfinite(score) else None, waited=waited,
-                    order=order.bit_generator.state, generators=backend.generator_states())
+                    order=order, generators=backend.generator_states())
     arrays = {_RUN: backend.host_module().frombuffer(json.dumps(progress).encode(), "uint8")}
     for part, state in zip(_PARTS, (model.state_dict(), optimizer.state_dict(),
                                     {} if scheduler is None else scheduler.state_dict(),
@@ -85,8 +91,8 @@ def write(path, run, epoch, seconds, model, optimizer, scheduler, order, history
 
 def read(path, run, model, optimizer, scheduler, order, history):
     """Resume from the backup at `path`, if there is one: load the model, optimiser,
-    scheduler, generators and history -> (epochs done, seconds, (score, best state,
-    waited)), or None when there is no file."""
+    scheduler, generators and history -> (epochs done, (steps, summed loss, rows) of the
+    next, seconds, (score, best state, waited)), or None when there is no file."""
     if not os.path.exists(path):
         return None
     arrays = serialization.load(path)
@@ -112,7 +118,10 @@ def read(path, run, model, optimizer, scheduler, order, history):
     history.best_epoch = progress["best_epoch"]
     score = -math.inf if progress["best_score"] is None else progress["best_score"]
     best_state = {k: backend.asarray(v) for k, v in parts["best"].items()} or None
-    return progress["epoch"], progress["seconds"], (score, best_state, progress["waited"])
+    # backups written before fit wrote within epochs hold none of the next epoch's steps
+    within = progress.get("step", 0), progress.get("total", 0.0), progress.get("count", 0)
+    return progress["epoch"], within, progress["seconds"], (score, best_state,
+                                                             progress["waited"])
 
 
 def _load_all(pairs) -> None:
@@ -132,12 +141,13 @@ def _load_all(pairs) -> None:
 
 
 def progress(path) -> dict | None:
-    """{"epoch": epochs done, "epochs": of the run, "seconds": of training} of the backup
-    at `path`; None without one (or with a file that is none: fit says what is wrong)."""
+    """{"epoch": epochs done, "step": steps of the next one done, "epochs": of the run,
+    "seconds": of training} of the backup at `path`; None without one (or with a file
+    that is none: fit says what is wrong)."""
     try:
         saved = json.loads(serialization.load(path)[_RUN].tobytes())
-        return dict(epoch=saved["epoch"], epochs=saved["run"]["epochs"],
-                    seconds=float(saved["seconds"]))
+        return dict(epoch=saved["epoch"], step=saved.get("step", 0),
+                    epochs=saved["run"]["epochs"], seconds=float(saved["seconds"]))
     except (FileNotFoundError, ValueError, KeyError, TypeError):
         return None
 

@@ -13,14 +13,14 @@ included, so it gives the same numbers on any worker and in any order::
                      store="lessons/results/sweeps.sqlite", workers=2)
 
 run() returns one result dict per trial, in the order of `trials` (None for a
-trial that failed). Every finished trial is written to the store at once,
-so a re-run skips what has finished and a killed sweep loses at most the trials
-that were running; a trial that gives fit(..., backup=sweep.backup_path()) loses
-at most the epoch it was in, and resumes from there when it runs again. Trials
-start in the order of `trials`, those with a backup first, and a failed trial's
-retry next (on run()'s own workers; a scheduler= cluster gets that order as Dask
-priorities). A trial that raises is recorded with its traceback, tried once
-more, and reported at the end; the others go on. A trial that breaks the rules
+trial that failed). Every finished trial is written to the store at once, so a
+re-run skips what has finished and a killed sweep loses at most the trials that
+were running; a trial that gives fit(..., backup=sweep.backup_path()) loses at most
+about five minutes of its training (resume.INTERVAL), and resumes from there when it
+runs again. Trials start in the order of `trials`, those with a backup first, and a
+failed trial's retry next (on run()'s own workers; a scheduler= cluster gets that
+order as Dask priorities). A trial that raises is recorded with its traceback, tried
+once more, and reported at the end; the others go on. A trial that breaks the rules
 (calls sys.exit, or changes the settings it was given) would do so again: it is
 recorded as failed once and not tried again. With ``timeout=`` seconds, each trial
 runs in a process of its own that is stopped past the limit (recorded as failed,
@@ -419,8 +419,9 @@ def backup_path(part=None):
     """The file a trial that run() is running gives fit(..., backup=), or None outside run().
 
     With it, a trial that stops (a killed sweep, a lost worker, an attempt that raised)
-    goes on from its last finished epoch when it runs again, instead of from the start:
-    a session that ends mid-trial loses at most an epoch. The file is one per trial and
+    goes on from its last backup when it runs again, instead of from the start: a session
+    that ends mid-trial loses at most about resume.INTERVAL seconds of training (fit
+    backs up at every epoch's end and that often within an epoch). The file is one per trial and
     code identity, `<store>-backups/<sweep>/<key>-<code>.npz` beside the store (on a
     remote worker: that path on the worker's disk), and run() removes it once the
     trial's result is stored; backup_of() says where a trial will resume. A trial

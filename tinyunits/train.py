@@ -21,6 +21,7 @@ every batch's labels back from the device.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import numbers
 import os
@@ -216,10 +217,11 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     model's dtype, batch by batch (the module docstring).
 
     backup: a file path (.npz) to resume from after an interruption. fit writes it at the
-    end of every epoch and removes it when it returns; a fit that finds it there starts
-    after the epoch it holds and computes what the uninterrupted run would have (the
-    optimiser's and the scheduler's state, the batch order and the generators included:
-    tinyunits.resume). A backup of another run is refused, not overwritten.
+    end of every epoch and every resume.INTERVAL seconds within one, and removes it when
+    it returns; a fit that finds it there goes on after the step it holds and computes
+    what the uninterrupted run would have (the optimiser's and the scheduler's state, the
+    batch order and the generators included: tinyunits.resume). A backup of another run
+    is refused, not overwritten.
     """
     check.callables("fit", model=model, metric=metric, after_step=after_step)
     if not callable(loss_fn):
@@ -250,7 +252,7 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
         val_data = _check_data("fit", "val_data", val_data, dtype)
     rng = backend.host_module().random.default_rng(seed)
     history, best_score, best_state, waited = History(), -math.inf, None, 0
-    first, spent, clock = 0, 0.0, time.perf_counter()
+    first, within, spent, clock = 0, (0, 0.0, 0), 0.0, time.perf_counter()
     if backup is not None:
         data = (X, y) if val_data is None else (X, y, *val_data[:2])
         run = resume.run_of(model, optimizer, scheduler, data, loss=_name(loss_fn),
@@ -258,13 +260,16 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
                             seed=seed, shuffle=shuffle, patience=patience)
         saved = resume.read(backup, run, model, optimizer, scheduler, rng, history)
         if saved is not None:
-            first, spent, (best_score, best_state, waited) = saved
+            first, within, spent, (best_score, best_state, waited) = saved
+    written, n_steps = clock, math.ceil(len(X) / batch_size)
     with _mode(model, True):
         for epoch in range(first, epochs):
-            total, count = 0.0, 0
-            steps = _batches(len(X), batch_size, rng, shuffle)
-            for step, idx in enumerate(_progress(steps, math.ceil(len(X) / batch_size),
-                                                 f"epoch {epoch + 1}/{epochs}", progress)):
+            order = rng.bit_generator.state  # a backup within the epoch draws its order again
+            done, total, count = within if epoch == first else (0, 0.0, 0)
+            steps = itertools.islice(_batches(len(X), batch_size, rng, shuffle), done, None)
+            for step, idx in enumerate(_progress(steps, n_steps - done,
+                                                 f"epoch {epoch + 1}/{epochs}", progress),
+                                       start=done):
                 loss = loss_fn(model(_inputs(X, idx, dtype)), _targets(y, idx, high, dtype))
                 value = _loss_value("fit", loss, training=True)
                 if not math.isfinite(value):
@@ -277,6 +282,12 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
                 if after_step is not None:
                     after_step(model)
                 total, count = total + value * len(idx), count + len(idx)
+                if (backup is not None and step + 1 < n_steps
+                        and time.perf_counter() - written >= resume.INTERVAL):
+                    resume.write(backup, run, epoch, (step + 1, total, count),
+                                 spent + time.perf_counter() - clock, model, optimizer,
+                                 scheduler, order, history, (best_score, best_state, waited))
+                    written = time.perf_counter()
             if scheduler is not None:
                 scheduler.step()
             history["train_loss"].append(total / count)
@@ -297,8 +308,10 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
             if stop:
                 break
             if backup is not None and epoch + 1 < epochs:
-                resume.write(backup, run, epoch + 1, spent + time.perf_counter() - clock, model,
-                             optimizer, scheduler, rng, history, (best_score, best_state, waited))
+                resume.write(backup, run, epoch + 1, (0, 0.0, 0),
+                             spent + time.perf_counter() - clock, model, optimizer, scheduler,
+                             rng.bit_generator.state, history, (best_score, best_state, waited))
+                written = time.perf_counter()
     if best_state is not None:
         model.load_state_dict(best_state)
     if backup is not None:

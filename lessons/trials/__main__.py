@@ -45,7 +45,8 @@ def sweeps_of(lesson):
 
 def status(name, fn, trials, store):
     """One line: how many of the trials the store holds from fn's code, stale, failed, and
-    which of the others resume from a backup (sweep.backup_of), after how many epochs."""
+    which of the others resume from a backup (sweep.backup_of), after how many epochs
+    (and steps of the next)."""
     held = stored_rows(name, store, fn, trials)
     current, stale, failed = held["current"], len(held["stale"]), len(held["failed"])
     seconds = sum(r["seconds"] or 0 for r in current)
@@ -55,8 +56,9 @@ def status(name, fn, trials, store):
     line = (f"{name:<24}{len(trials):>5} trials {len(current):>5} done {stale:>4} stale "
             f"{failed:>4} failed {len(trials) - len(current):>5} to run; "
             f"{seconds / 3600:.1f} h of trial time stored")
-    if resumable:  # a stopped sweep's trials that go on from their last epoch
-        epochs = ", ".join(f"{p['epoch']}/{p['epochs']}" for p in resumable)
+    if resumable:  # a stopped sweep's trials that go on from their last backup
+        epochs = ", ".join(f"{p['epoch']}/{p['epochs']}" + (f" + {p['step']} steps" if p["step"]
+                                                           else "") for p in resumable)
         hours = sum(p["seconds"] for p in resumable) / 3600
         line += f"; {len(resumable)} resume from backups (epochs {epochs}: {hours:.1f} h)"
     return line
