@@ -70,7 +70,7 @@ def _digest(arrays) -> str:
     return digest.hexdigest()
 
 
-def write(path, run, epoch, within, seconds, model, optimizer, scheduler, order, history,
+def write(path, run, model, optimizer, scheduler, history, epoch, within, order, seconds,
           best) -> None:
     """Back up a run after `epoch` epochs, `within` = (steps, summed loss, rows) of the next
     one, and `seconds` of training. order: the batch generator's state before it drew the

@@ -421,9 +421,9 @@ def backup_path(part=None):
     With it, a trial that stops (a killed sweep, a lost worker, an attempt that raised)
     goes on from its last backup when it runs again, instead of from the start: a session
     that ends mid-trial loses at most about resume.INTERVAL seconds of training (fit
-    backs up at every epoch's end and that often within an epoch). The file is one per trial and
-    code identity, `<store>-backups/<sweep>/<key>-<code>.npz` beside the store (on a
-    remote worker: that path on the worker's disk), and run() removes it once the
+    backs up at every epoch's end and that often within an epoch). The file is one per
+    trial and code identity, `<store>-backups/<sweep>/<key>-<code>.npz` beside the store
+    (on a remote worker: that path on the worker's disk), and run() removes it once the
     trial's result is stored; backup_of() says where a trial will resume. A trial
     called directly (a lesson's --quick) gets None and runs without backups.
 

@@ -21,6 +21,7 @@ every batch's labels back from the device.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import math
 import numbers
@@ -261,6 +262,7 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
         saved = resume.read(backup, run, model, optimizer, scheduler, rng, history)
         if saved is not None:
             first, within, spent, (best_score, best_state, waited) = saved
+        keep = functools.partial(resume.write, backup, run, model, optimizer, scheduler, history)
     written, n_steps = clock, math.ceil(len(X) / batch_size)
     with _mode(model, True):
         for epoch in range(first, epochs):
@@ -284,9 +286,8 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
                 total, count = total + value * len(idx), count + len(idx)
                 if (backup is not None and step + 1 < n_steps
                         and time.perf_counter() - written >= resume.INTERVAL):
-                    resume.write(backup, run, epoch, (step + 1, total, count),
-                                 spent + time.perf_counter() - clock, model, optimizer,
-                                 scheduler, order, history, (best_score, best_state, waited))
+                    keep(epoch, (step + 1, total, count), order,
+                         spent + time.perf_counter() - clock, (best_score, best_state, waited))
                     written = time.perf_counter()
             if scheduler is not None:
                 scheduler.step()
@@ -308,9 +309,8 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
             if stop:
                 break
             if backup is not None and epoch + 1 < epochs:
-                resume.write(backup, run, epoch + 1, (0, 0.0, 0),
-                             spent + time.perf_counter() - clock, model, optimizer, scheduler,
-                             rng.bit_generator.state, history, (best_score, best_state, waited))
+                keep(epoch + 1, (0, 0.0, 0), rng.bit_generator.state,
+                     spent + time.perf_counter() - clock, (best_score, best_state, waited))
                 written = time.perf_counter()
     if best_state is not None:
         model.load_state_dict(best_state)

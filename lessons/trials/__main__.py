@@ -57,8 +57,8 @@ def status(name, fn, trials, store):
             f"{failed:>4} failed {len(trials) - len(current):>5} to run; "
             f"{seconds / 3600:.1f} h of trial time stored")
     if resumable:  # a stopped sweep's trials that go on from their last backup
-        epochs = ", ".join(f"{p['epoch']}/{p['epochs']}" + (f" + {p['step']} steps" if p["step"]
-                                                           else "") for p in resumable)
+        epochs = ", ".join(f"{p['epoch']}/{p['epochs']}"
+                           + f" + {p['step']} steps" * bool(p["step"]) for p in resumable)
         hours = sum(p["seconds"] for p in resumable) / 3600
         line += f"; {len(resumable)} resume from backups (epochs {epochs}: {hours:.1f} h)"
     return line
