@@ -46,7 +46,7 @@ figures: lessons
 # Every lesson's paper-scale grids into lessons/results/sweeps.sqlite (hours to days on 2
 # cores), on GRID_WORKERS local processes. Finished trials are kept: stop it any time and
 # run it again to go on. GRIDS picks the lessons and their order.
-GRIDS ?= dac two_argument tmaf hannet focusing focusing-fashion
+GRIDS ?= dac two_argument tmaf hannet focusing
 GRID_WORKERS ?= 2
 grids: data
 	for lesson in $(GRIDS); do $(PY) -m lessons.trials $$lesson --workers $(GRID_WORKERS) || exit 1; done

@@ -5,6 +5,7 @@
 recording what it is asked."""
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -87,3 +88,12 @@ def test_one_command_per_lesson_runs_every_sweep_its_full_mode_reads():
         grids = set(module.grids("full")) if hasattr(module, "grids") else set()
         assert set(sweeps_of(lesson)) == paper | grids and paper | grids
     assert set(sweeps_of("focusing")) == {"05-random-trials", "focusing-ltf", "focusing-fashion"}
+
+
+def test_make_grids_runs_each_lesson_once_by_the_name_lessons_trials_takes():
+    """`make grids` ended in an error: its GRIDS still named focusing-fashion, a sweep of
+    lesson 5 that `python -m lessons.trials` does not take as a lesson."""
+    from lessons.trials.__main__ import LESSONS as TRIAL_LESSONS
+    with open(os.path.join(ROOT, "Makefile")) as f:
+        grids = re.search(r"^GRIDS \?= (.*)$", f.read(), re.M).group(1).split()
+    assert sorted(grids) == sorted(TRIAL_LESSONS)
