@@ -4,10 +4,9 @@ NumPy has no in-place scaled add: `p -= lr * g` first makes lr * g, a temporary 
 large as the parameter, then passes over memory again, all on one core. An update
 is that, for every parameter, every step: for the MLP 784-800-800-10 (1.3 M
 parameters, tests/benchmarks row B1) 0.5 ms of a 6 ms step, as much as B1 then
-trailed PyTorch by. BLAS's axpy makes the same update in one pass, on BLAS's
-threads. NumPy does not expose it, so `axpy` calls it in the BLAS library NumPy
-loaded (found through threadpoolctl), and otherwise runs the NumPy line, which
-stays the reference:
+trailed PyTorch by. BLAS's axpy makes the same update in one pass. NumPy does not
+expose it, so `axpy` calls it in the BLAS library NumPy loaded (found through
+threadpoolctl), and otherwise runs the NumPy line, which stays the reference:
 
     y += a * x
 
@@ -16,10 +15,17 @@ named so), so that a size is never passed at the wrong width. Everything else
 takes the NumPy line: CuPy and strict arrays, other dtypes, arrays that are not
 C-contiguous, overlapping x and y, other BLAS libraries, and TINYUNITS_BLAS_AXPY=0.
 
-Arithmetic: axpy rounds a * x + y once (a fused multiply-add) where the NumPy line
-rounds twice, so an element can differ from it in the last bit (tests/test_blas.py);
-at any thread count it is the same, element by element, as each element is
-computed on its own.
+Arithmetic: OpenBLAS's kernels round a * x + y once (a fused multiply-add) in
+their vector loop, and twice, as the NumPy line does, in a scalar loop over the
+last elements of a call, past a multiple of the kernel's step (16, 32 or 64
+elements); tests/test_blas.py bounds the difference. A call of more than 10,000
+elements is split over BLAS's threads in equal parts, each with a scalar loop of
+its own, so which elements are rounded twice would depend on the thread count
+(seen: 3 to 8 of 627,201 elements differed between 1 and 3 threads). axpy
+therefore hands BLAS the longest front part that splits into a multiple of STEP
+per thread, then the rest in runs of CHUNK that BLAS keeps on the calling thread:
+only the array's last elements take a scalar loop, as in one call on one thread.
+The bits are that call's (what a sweep's trials compute), at any thread count.
 """
 from __future__ import annotations
 
@@ -29,17 +35,28 @@ import os
 
 from . import backend
 
-NAMES = ("scipy_cblas_{t}axpy64_", "cblas_{t}axpy64_")  # NumPy 2 wheels, NumPy 1 wheels
+# NumPy 2 wheels' names, then NumPy 1 wheels'
+NAMES = ("scipy_cblas_{t}axpy64_", "cblas_{t}axpy64_")
+THREADS = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_")
 TYPES = {"float32": ("s", ctypes.c_float), "float64": ("d", ctypes.c_double)}
+STEP = 64  # elements: a multiple of every axpy kernel's vector step (16, 32 or 64)
+CHUNK = 8192  # elements: a multiple of STEP that OpenBLAS runs on the calling thread (<= 10,000)
 
 
 def axpy(a: float, x, y) -> None:
     """y += a * x, in place (x and y: arrays of one shape and dtype)."""
-    routine = _routine(y.dtype.name) if _fits(x, y) else None
-    if routine is None:
+    found = _routine(y.dtype.name) if _fits(x, y) else None
+    if found is None:
         y += a * x
-    else:
-        routine(y.size, a, x.ctypes.data, 1, y.ctypes.data, 1)
+        return
+    routine, threads = found
+    n, width, xs, ys = y.size, y.itemsize, x.ctypes.data, y.ctypes.data
+    split = n - n % (STEP * threads())  # BLAS's threads each take a multiple of STEP
+    if split:
+        routine(split, a, xs, 1, ys, 1)
+    for start in range(split, n, CHUNK):  # the rest on this thread, the tail last
+        offset = start * width
+        routine(min(CHUNK, n - start), a, xs + offset, 1, ys + offset, 1)
 
 
 def _fits(x, y) -> bool:
@@ -53,20 +70,26 @@ def _fits(x, y) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _routine(dtype: str):
-    """BLAS's ?axpy for a dtype's name, with its argument types; None when there is
-    none to use."""
+    """BLAS's ?axpy for a dtype's name, with its argument types, and the function that
+    tells how many threads BLAS splits a call over; None when there is none to use."""
     if dtype not in TYPES or os.environ.get("TINYUNITS_BLAS_AXPY", "").strip() == "0":
         return None
     letter, scalar = TYPES[dtype]
     for library in _openblas():
-        for name in NAMES:
-            routine = getattr(library, name.format(t=letter), None)
-            if routine is not None:
-                routine.restype = None
-                routine.argtypes = [ctypes.c_int64, scalar, ctypes.c_void_p, ctypes.c_int64,
-                                    ctypes.c_void_p, ctypes.c_int64]
-                return routine
+        routine = _function(library, [name.format(t=letter) for name in NAMES])
+        threads = _function(library, THREADS)
+        if routine is not None and threads is not None:
+            routine.restype, threads.restype = None, ctypes.c_int
+            routine.argtypes = [ctypes.c_int64, scalar, ctypes.c_void_p, ctypes.c_int64,
+                                ctypes.c_void_p, ctypes.c_int64]
+            threads.argtypes = []
+            return routine, threads
     return None
+
+
+def _function(library, names):
+    """The first of names that library exports, or None."""
+    return next((getattr(library, n) for n in names if hasattr(library, n)), None)
 
 
 @functools.lru_cache(maxsize=None)
