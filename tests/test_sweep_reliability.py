@@ -19,6 +19,9 @@ import pytest
 
 from tinyunits import sweep
 
+pytestmark = pytest.mark.skipif(os.environ.get("TINYUNITS_BACKEND") == "strict",
+                                reason="the sweep's machinery, no tinyunits op: runs on the NumPy pass")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LEGACY_SCHEMA = """CREATE TABLE trials (
     sweep TEXT NOT NULL, key TEXT NOT NULL, settings TEXT NOT NULL,
