@@ -7,7 +7,6 @@ is not part of the student copy (it holds solution lines).
 import csv
 import io
 import json
-import os
 import pathlib
 import shutil
 import subprocess
@@ -20,9 +19,8 @@ from tinyunits.course.grade import grade, grade_all
 from tinyunits.course.source import (all_regions, is_stub, project_files, regions_in,
                                      write_student_copy)
 
-pytestmark = pytest.mark.skipif(os.environ.get("TINYUNITS_BACKEND") == "strict",
-                                reason="the grader runs graded code on NumPy whatever the backend "
-                                       "(grade._child_env): runs on the NumPy pass")
+pytestmark = pytest.mark.backend_free("the grader runs graded code on NumPy whatever the "
+                                      "backend (grade._child_env)")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CONTRACT = {  # the agreed contract: each exercise and the lesson that explains it

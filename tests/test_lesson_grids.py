@@ -18,9 +18,8 @@ sys.path.insert(0, ROOT)
 from lessons.trials import dac, focusing, tmaf, two_argument  # noqa: E402
 from tinyunits import sweep  # noqa: E402
 
-pytestmark = pytest.mark.skipif(os.environ.get("TINYUNITS_BACKEND") == "strict",
-                                reason="grids are settings, the same on every backend (the lessons' "
-                                       "strict run is tests/test_lessons.py): runs on the NumPy pass")
+pytestmark = pytest.mark.backend_free("grids are settings, the same on every backend (the "
+                                      "lessons' strict run is tests/test_lessons.py)")
 
 LESSONS = {"01_dac": dac, "02_two_argument": two_argument, "03_tmaf": tmaf, "05_focusing": focusing}
 

@@ -28,8 +28,7 @@ LESSON_NAMES = sorted(p.stem for p in (ROOT / "lessons").glob("[0-9][0-9]_*.py")
 TEX = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$|\\\(.+?\\\)|\\\[.+?\\\]", re.DOTALL)
 RAW_TEX = re.compile(r"\\(sum|frac|phi|sigma|mu|lambda|left|right|exp|mathbb)(?![A-Za-z])|\$\$")
 
-pytestmark = pytest.mark.skipif(os.environ.get("TINYUNITS_BACKEND") == "strict",
-                                reason="the site is built once per `make test`, on the NumPy run")
+pytestmark = pytest.mark.backend_free("the site is built once per `make test`")
 for module in ("jupytext", "nbclient", "ipykernel"):
     pytest.importorskip(module, reason="the site needs the `site` extra: pip install -e '.[site]'")
 sys.path.insert(0, str(ROOT / "tools"))

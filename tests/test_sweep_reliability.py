@@ -19,8 +19,7 @@ import pytest
 
 from tinyunits import sweep
 
-pytestmark = pytest.mark.skipif(os.environ.get("TINYUNITS_BACKEND") == "strict",
-                                reason="the sweep's machinery, no tinyunits op: runs on the NumPy pass")
+pytestmark = pytest.mark.backend_free("the sweep's machinery, no tinyunits op")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LEGACY_SCHEMA = """CREATE TABLE trials (
