@@ -34,8 +34,9 @@ from tinyunits.train import accuracy, evaluate, fit
 # --full's VGG is the paper's 20/16 structure (19 convs, 16/32/64 kernels) on 50k images, 5
 # seeds, but on images average-pooled to 14 x 14 and for 15 epochs (the paper: 32 x 32 CIFAR,
 # 80k steps of 128, about 205 epochs). Measured CPU time per step of 128 at 28 x 28: baseline
-# 1.31 s, DAC 5.26 s (30 epochs x 5 seeds would be about 106 CPU-hours); at 14 x 14: 0.29 s
-# and 1.65 s, so 15 epochs x 5 seeds take about 16 CPU-hours (8 h on 2 cores).
+# 1.31 s, DAC 5.26 s (30 epochs x 5 seeds would be about 106 CPU-hours). At 14 x 14 the
+# stored trials (one core each, validation included) took 0.32-0.34 s and 2.0-2.4 s a step:
+# 15 epochs x 5 seeds are about a day of trial time.
 SIZES = {
     "tiny": dict(figure7=(2, 100), pl=(3, 1, 200), mlp=([8], dict(depth=2, epochs=2, batch=256, n_train=512)),
                  vgg=dict(stages=(4, 8), per_stage=(1, 1), n_train=256, n_val=128, n_test=256, epochs=1,
