@@ -285,6 +285,43 @@ def test_figures_3_and_4_read_this_run_when_the_store_lacks_a_net(monkeypatch, c
     assert holds == "unclear"
 
 
+def _vgg_row(monkeypatch, held):
+    """Lesson 1's VGG row from this run's one seed (DAC 0.75 points worse, on 2000 test
+    images) and a store holding `held` of dac-vgg (stored()'s return: {} while the grid is
+    not whole) -> (ours, verdict, rule)."""
+    from lessons.closing import dac as closing
+    from lessons.trials import dac as trials
+    monkeypatch.setattr(closing, "stored", lambda *args: held)
+    results = _lesson.Results("paper", claims=trials.PAPER)
+    closing.vgg(results, {"baseline": dict(test_error=16.90), "DAC": dict(test_error=17.65)},
+                dict(n_test=2000, epochs=8))
+    (row,) = [(ours, holds, rule) for what, _, ours, holds, _, rule in results
+              if what == "VGG test error: base - DAC (F-MNIST)"]
+    return row
+
+
+def test_the_vgg_verdict_reads_the_stores_seeds_when_it_holds_them_all(monkeypatch, capsys):
+    # the seeds' spread gives the gap a standard error of 0.10 points (0.025 variance a net)
+    base = [9.1, 9.3, 9.2, 9.0, 9.4]
+    ours, holds, rule = _vgg_row(monkeypatch, {"baseline": base, "DAC": [e - 0.1 for e in base]})
+    assert ours == "9.20 - 9.10 = +0.10 % (store, 5 seeds)"
+    assert holds == "NO"  # +0.10 does not count, and the paper's +0.65 is 5.5 errors above it
+    assert "2 standard errors of 0.10 pts" in rule
+    _, holds, _ = _vgg_row(monkeypatch, {"baseline": base, "DAC": [e - 0.25 for e in base]})
+    assert holds == "partly"  # counts, below half the paper's
+    _, holds, _ = _vgg_row(monkeypatch, {"baseline": base, "DAC": [e - 0.4 for e in base]})
+    assert holds == "yes"
+
+
+@pytest.mark.parametrize("held", [{}, {"baseline": [9.1, 9.3, 9.2, 9.0, 9.4]}],
+                         ids=["neither net whole", "the baselines whole"])
+def test_the_vgg_verdict_reads_this_run_while_the_store_lacks_seeds(held, monkeypatch, capsys):
+    ours, holds, rule = _vgg_row(monkeypatch, held)
+    assert ours == "16.90 - 17.65 = -0.75 % (this run, one seed, 8 epochs)"
+    assert holds == "unclear"  # two accuracies on 2000 images: 1.20 points of standard error
+    assert "2 standard errors of 1.20 pts" in rule
+
+
 def cube_with_root_of_a(settings):
     """cube_trial, and for group a's trials alone a second quantity, z."""
     return dict(cube_trial(settings), **({"z": settings["x"]} if settings["group"] == "a" else {}))
