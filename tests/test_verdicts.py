@@ -322,6 +322,127 @@ def test_the_vgg_verdict_reads_this_run_while_the_store_lacks_seeds(held, monkey
     assert "2 standard errors of 1.20 pts" in rule
 
 
+def _figure_7a_rows(monkeypatch, held):
+    """Lesson 1's Fig 7a rows from this run's 10 seeds (no trained DAC unit separates the
+    points, one standard unit does) and a store holding `held` of dac-fig7a (stored()'s
+    return) -> {what: (ours, verdict)}."""
+    from lessons.closing import dac as closing
+    from lessons.trials import dac as trials
+    monkeypatch.setattr(closing, "stored", lambda *args: held)
+    runs = {"DAC unit": [dict(separates=False)] * 10,
+            "standard unit": [dict(separates=seed == 3) for seed in range(10)]}
+    results = _lesson.Results("paper", claims=trials.PAPER)
+    closing.figure_7a(results, True, runs, 10)
+    return {what: (ours, holds) for what, _, ours, holds, _, rule in results}
+
+
+def test_figure_7a_counts_the_stores_seeds_when_it_holds_both_units(monkeypatch, capsys):
+    """The store's 20 seeds of each unit: 7 trained DAC units separate, no standard one."""
+    rows = _figure_7a_rows(monkeypatch, {"dac": [1.0] * 7 + [0.0] * 13, "standard": [0.0] * 20})
+    assert rows["Fig 7a: 1 DAC unit separates"] == ("hand True; learned 7/20 (store)", True)
+    assert rows["Fig 7a: 1 standard unit cannot"] == ("learned 0/20 (store)", True)
+
+
+@pytest.mark.parametrize("held", [{}, {"dac": [1.0] * 7 + [0.0] * 13}],
+                         ids=["neither unit whole", "the DAC units whole"])
+def test_figure_7a_counts_this_runs_seeds_while_the_store_lacks_a_unit(held, monkeypatch, capsys):
+    rows = _figure_7a_rows(monkeypatch, held)
+    assert rows["Fig 7a: 1 DAC unit separates"] == ("hand True; learned 0/10 (this run)", False)
+    assert rows["Fig 7a: 1 standard unit cannot"] == ("learned 1/10 (this run)", False)
+
+
+def _figure_7b_rows(monkeypatch, held):
+    """Lesson 1's Fig 7b rows from this run's 10 seeds of --quick's 1800 steps (no DAC pair
+    reaches 100 %, one standard pair does, every standard four) and a store holding `held`
+    of dac-fig7b -> {what: (ours, verdict, why)}."""
+    from lessons.closing import dac as closing
+    from lessons.trials import dac as trials
+    monkeypatch.setattr(closing, "stored", lambda *args: held)
+    runs = {"dac2": [dict(accuracy=0.91)] * 10,
+            "standard2": [dict(accuracy=1.0 if seed == 3 else 0.91) for seed in range(10)],
+            "standard4": [dict(accuracy=1.0)] * 10}
+    results = _lesson.Results("paper", claims=trials.PAPER)
+    closing.figure_7b(results, True, runs, 10, 1800)
+    return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
+
+
+_FIG_7B_STORE = {"dac2": [1.0] * 5 + [0.0] * 15, "standard2": [0.0] * 20, "standard4": [1.0] * 20}
+
+
+def test_figure_7b_counts_the_stores_seeds_when_it_holds_every_net(monkeypatch, capsys):
+    """The store's 20 seeds of each net, and their steps: --full's 3 x 2000."""
+    rows = _figure_7b_rows(monkeypatch, _FIG_7B_STORE)
+    ours, holds, why = rows["Fig 7b: 2 DAC units can"]
+    assert ours == "hand True; learned 5/20 (store)" and holds
+    assert why.endswith("5 of 20 seeds reach 100 % (store, 6000 steps)")
+    ours, holds, why = rows["Fig 7b: 2 standard cannot, 4 can"]
+    assert ours == "0 / 20 of 20 (store)" and holds
+    assert why == "0 of 20 seeds of 2 standard units and 20 of 4 reach 100 % (store, 6000 steps)"
+
+
+@pytest.mark.parametrize("held", [{}, {k: v for k, v in _FIG_7B_STORE.items() if k != "standard2"}],
+                         ids=["no net whole", "2 standard units not whole"])
+def test_figure_7b_counts_this_runs_seeds_while_the_store_lacks_a_net(held, monkeypatch, capsys):
+    rows = _figure_7b_rows(monkeypatch, held)
+    ours, holds, why = rows["Fig 7b: 2 DAC units can"]
+    assert ours == "hand True; learned 0/10 (this run)" and not holds
+    assert why.endswith("0 of 10 seeds reach 100 % (this run, 1800 steps)")
+    ours, holds, _ = rows["Fig 7b: 2 standard cannot, 4 can"]
+    assert ours == "1 / 10 of 10 (this run)" and not holds
+
+
+def _theorem_c1_rows(monkeypatch, held):
+    """Lesson 1's Theorem C.1 rows at --quick's k = 4 from this run's 4 fits per net (no
+    trained DAC unit below the exact-fit error) and a store holding `held` of dac-plk (k = 6)
+    -> {what: (ours, verdict, why)}."""
+    from lessons.closing import dac as closing
+    from lessons.trials import dac as trials
+    monkeypatch.setattr(closing, "stored", lambda *args: held)
+    nets = ("DAC unit, k replicated inputs", "standard 1 layer, replicated",
+            "standard 2 layers, k hidden", "standard 2 layers, 2 hidden")  # (2k - 1) // 3 = 2
+    errors = dict(zip(nets, ([0.002, 0.01, 0.05, 0.2], [0.31, 0.4, 0.5, 0.6],
+                             [1e-4, 0.01, 0.02, 0.03], [0.02, 0.03, 0.04, 0.05])))
+    n_params = dict(zip(nets, (8, 5, 13, 7)))  # 2k, k + 1, 3k + 1, 3 * 2 + 1
+    results = _lesson.Results("paper", claims=trials.PAPER)
+    closing.theorem_c1(results, 4, errors, n_params, 3e-16, 4e-16, "quick")
+    return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
+
+
+# 10 fits per net; the k-hidden nets' 4 exact fits tell them from the fewer-hidden ones'
+_PLK_STORE = {"dac": [1e-5, 2e-4, 5e-4, 0.02, 0.03, 0.05, 0.08, 0.1, 0.2, 0.3],
+              "standard1": [0.12 + 0.01 * i for i in range(10)],
+              "standard2, k hidden": [1e-6] * 4 + [0.01] * 6, "standard2, fewer": [0.02] * 10}
+
+
+def test_theorem_c1_reads_the_stores_fits_when_it_holds_every_net(monkeypatch, capsys):
+    rows = _theorem_c1_rows(monkeypatch, _PLK_STORE)
+    ours, holds, why = rows["Thm C.1(1): 1 DAC unit = PL_k"]
+    assert ours == "k=4: 8 p., exact 3e-16; trained 3/10 of PL_6 (store)" and holds
+    # the median of 10 fits: the mean of the 5th and 6th, 0.03 and 0.05
+    assert why.endswith("Adam reaches an error below 0.001 on 3 of 10 random PL_6 (store); "
+                        "median error 0.04")
+    ours, holds, _ = rows["Thm C.1(2): 1 layer cannot"]
+    assert ours == "min err 0.12 (store)" and holds
+    ours, holds, why = rows["Thm C.1(3): 2 layers need 3k+1"]
+    # the store's fewer-hidden nets fit PL_6 with 3 hidden units: this run's 7 parameters are not theirs
+    assert ours == "13 p.: exact 4e-16; fewer hidden: 0/10 of PL_6 (store)" and holds
+    assert why.endswith("0 of 10 fits of PL_6 with (2k - 1) // 3 hidden units reach an error below "
+                        "0.001 (store)")
+
+
+@pytest.mark.parametrize("held", [{}, {k: v for k, v in _PLK_STORE.items() if k != "standard2, fewer"}],
+                         ids=["no net whole", "the fewer-hidden nets not whole"])
+def test_theorem_c1_reads_this_runs_fits_while_the_store_lacks_a_net(held, monkeypatch, capsys):
+    rows = _theorem_c1_rows(monkeypatch, held)
+    ours, holds, why = rows["Thm C.1(1): 1 DAC unit = PL_k"]
+    assert ours == "k=4: 8 p., exact 3e-16; trained 0/4 (this run)" and not holds
+    assert why.endswith("on 0 of 4 random PL_4 (this run); median error 0.03")  # (0.01 + 0.05) / 2
+    assert rows["Thm C.1(2): 1 layer cannot"][0] == "min err 0.31 (this run)"
+    ours, _, why = rows["Thm C.1(3): 2 layers need 3k+1"]
+    assert ours == "13 p.: exact 4e-16; 7 p.: 0/4 (this run)"
+    assert why.endswith("0 of 4 fits with 7 parameters reach an error below 0.001 (this run)")
+
+
 def cube_with_root_of_a(settings):
     """cube_trial, and for group a's trials alone a second quantity, z."""
     return dict(cube_trial(settings), **({"z": settings["x"]} if settings["group"] == "a" else {}))
@@ -343,6 +464,42 @@ def test_a_quantity_a_model_has_not_is_a_blank_cell_of_the_one_table(tmp_path, m
     assert rows[1][:3] == ["a,", "z", "2"]
     assert rows[3] == ["b,", "z"]  # blank: neither "not run yet" nor numbers
     assert lines[-1].startswith("(4 of 4 trials stored from the current code: ")
+
+
+def _session_one_row(monkeypatch, held):
+    """Lesson 2's session I row from this run's one 2-arg run (R^2 0.85 after --quick's 150
+    pretraining epochs) and a store holding `held` of two_argument-sessions (stored()'s
+    return: {(model, quantity): values} of the groups held whole) -> (ours, verdict, why)."""
+    from lessons.closing import two_argument as closing
+    monkeypatch.setattr(closing, "stored", lambda *args: held)
+    results = _lesson.Results("paper", claims=closing.trials.PAPER)
+    closing.session_one(results, {2: [dict(r2=0.85)], 1: [dict(r2=0.8)], 0: [{}]}, "toy data",
+                        "quick")
+    (row,) = [(ours, holds, why) for what, _, ours, holds, why, rule in results
+              if what == "session I fit of random map (R^2)"]
+    return row
+
+
+_ACCURACY, _R2 = "session III test accuracy %", "session I R^2 of the random map"
+# the 1-arg nets' worse fits tell a verdict that read them from one that read the 2-arg nets'
+_SESSIONS_STORE = {("1-arg", _ACCURACY): [84.0] * 4, ("1-arg", _R2): [0.7] * 4,
+                   ("ReLU", _ACCURACY): [85.0] * 4}
+
+
+def test_session_one_reads_the_stores_2_arg_fits_when_it_holds_them_all(monkeypatch, capsys):
+    held = {**_SESSIONS_STORE, ("2-arg", _ACCURACY): [86.0] * 4,
+            ("2-arg", _R2): [0.95, 0.97, 0.96, 0.96]}
+    ours, holds, why = _session_one_row(monkeypatch, held)
+    assert ours == "0.960 (store, n=4)" and holds
+    assert why.startswith("mean R^2 0.960 over 4 runs of 500 pretraining epochs (store); this "
+                          "run's 0.850 after 150;")
+
+
+@pytest.mark.parametrize("held", [{}, _SESSIONS_STORE], ids=["no model whole", "2-arg not whole"])
+def test_session_one_reads_this_run_while_the_store_lacks_a_2_arg_run(held, monkeypatch, capsys):
+    ours, holds, why = _session_one_row(monkeypatch, held)
+    assert ours == "0.850 (this run, n=1)" and not holds
+    assert why.startswith("mean R^2 0.850 over 1 runs of 150 pretraining epochs (this run);")
 
 
 def _learning_curve_rows(monkeypatch, held_whole):
@@ -432,6 +589,103 @@ def test_table_33_reads_the_store_only_when_it_holds_the_whole_sweep(monkeypatch
     for depth in (1, 2):
         ours, _ = rows[f"Table 3.3, {depth} hidden: TMAF - ReLU"]
         assert ours == "+1.00 pts (toy data; this run, one seed, 3 epochs)"
+
+
+def _table_31_rows(monkeypatch, held):
+    """Lesson 3's Table 3.1 rows from this run's medians over 3 seeds of 30 epochs (TMAF
+    below ReLU in the 4 one-layer columns only, below PReLU in all 8) and a store holding
+    `held` of tmaf-widths -> {what: (ours, verdict, why)}."""
+    from lessons.closing import tmaf as closing
+    from lessons.trials import tmaf as trials
+    monkeypatch.setattr(closing, "stored", lambda *args: held)
+    columns = [(depth, width) for depth in (1, 2) for width in (4, 8, 16, 32)]
+    smooth = {"ReLU": [0.10] * 8, "PReLU": [0.30] * 8, "TMAF": [0.05] * 4 + [0.20] * 4}
+    results = _lesson.Results("paper", claims=trials.PAPER)
+    closing.table_31(results, smooth, columns, 3, 30)
+    return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
+
+
+def _five_seeds(median):
+    """Five seeds' errors of median `median`, one far above it (a seed whose neurons died)."""
+    return [0.9 * median, median, median, 1.1 * median, 3 * median]
+
+
+# medians: TMAF 0.05, ReLU 0.10, PReLU 0.04 in the three narrower one-layer columns, else 0.06
+_WIDTHS_STORE = {f"{kind} {depth}x{width}": _five_seeds(median)
+                 for kind, medians in (("ReLU", [0.10] * 8), ("PReLU", [0.04] * 3 + [0.06] * 5),
+                                       ("TMAF", [0.05] * 8))
+                 for (depth, width), median in zip([(d, w) for d in (1, 2) for w in (4, 8, 16, 32)],
+                                                   medians)}
+
+
+def test_table_31_counts_the_stores_medians_when_it_holds_every_cell(monkeypatch, capsys):
+    rows = _table_31_rows(monkeypatch, _WIDTHS_STORE)
+    ours, holds, why = rows["Table 3.1: columns where TMAF < ReLU"]
+    assert ours == "8 of 8 (store)" and holds == "yes"
+    assert why.endswith("TMAF is below ReLU in 8 of 8 columns (store: medians over 5 seeds of 100 "
+                        "epochs)")
+    ours, holds, why = rows["Table 3.1: columns where TMAF < PReLU"]
+    assert ours == "5 of 8 (store)" and holds == "partly"
+    assert why.endswith("; not in 1x4: 0.0500 vs 0.0400, 1x8: 0.0500 vs 0.0400, 1x16: 0.0500 vs "
+                        "0.0400")
+
+
+@pytest.mark.parametrize("held", [{}, {k: v for k, v in _WIDTHS_STORE.items() if k != "PReLU 2x32"}],
+                         ids=["no cell whole", "one cell not whole"])
+def test_table_31_counts_this_runs_columns_while_the_store_lacks_a_cell(held, monkeypatch, capsys):
+    rows = _table_31_rows(monkeypatch, held)
+    ours, holds, why = rows["Table 3.1: columns where TMAF < ReLU"]
+    assert ours == "4 of 8 (this run)" and holds == "NO"
+    assert why.endswith("(this run: medians over 3 seeds of 30 epochs); not in 2x4: 0.2000 vs "
+                        "0.1000, 2x8: 0.2000 vs 0.1000, 2x16: 0.2000 vs 0.1000, 2x32: 0.2000 vs 0.1000")
+    ours, holds, _ = rows["Table 3.1: columns where TMAF < PReLU"]
+    assert ours == "8 of 8 (this run)" and holds == "yes"
+
+
+def _oscillatory_rows(monkeypatch, held):
+    """Lesson 3's two-sine rows from this run's one seed of --quick's 150 epochs on 4000
+    samples (ReLU and PReLU at the slow sine's error, the TMAFs above the fast-fit 0.05) and
+    a store holding `held` of tmaf-oscillatory -> {what: (ours, verdict, why)}."""
+    from lessons.closing import tmaf as closing
+    from lessons.trials import tmaf as trials
+    monkeypatch.setattr(closing, "stored", lambda *args: held)
+    osc = {kind: dict(error=error) for kind, error in (("ReLU", 0.45), ("PReLU", 0.46),
+                                                       ("TMAF", 0.092), ("tri-TMAF", 0.50))}
+    results = _lesson.Results("paper", claims=trials.PAPER)
+    closing.oscillatory(results, osc, (4000, 150))
+    return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
+
+
+_OSCILLATORY_STORE = {kind: _five_seeds(median) for kind, median in (
+    ("ReLU", 0.117), ("PReLU", 0.30), ("TMAF", 0.02), ("tri-TMAF", 0.10))}
+
+
+def test_oscillatory_verdicts_read_the_stores_medians_when_it_holds_every_kind(monkeypatch, capsys):
+    rows = _oscillatory_rows(monkeypatch, _OSCILLATORY_STORE)
+    ours, holds, why = rows["oscillatory: ReLU error"]
+    assert ours == "0.117 (store)" and holds == "NO"  # below 0.447 / 2: follows the fast sine
+    # 0.117 / 0.447 = 0.26 of the slow sine's error: 1 - 0.26 of the fast amplitude followed
+    assert why.endswith("our ReLU net's error is 0.117 (store: median of 5 seed(s), 300 epochs on "
+                        "20000 samples), 0.26 of the slow sine's alone: it follows about 74% of "
+                        "the fast sine's amplitude")
+    assert rows["oscillatory: PReLU error"][:2] == ("0.300 (store)", "partly")  # 0.224 to 0.447
+    assert rows["oscillatory: TMAF error"][:2] == ("0.020 (store)", "yes")  # below 0.05
+    ours, holds, why = rows["oscillatory: tri-TMAF error"]
+    assert ours == "0.100 (store)" and holds == "partly"  # only below ReLU's 0.117
+    assert why.endswith("ReLU's 0.117")
+
+
+@pytest.mark.parametrize("held", [{}, {k: v for k, v in _OSCILLATORY_STORE.items() if k != "tri-TMAF"}],
+                         ids=["no kind whole", "tri-TMAF not whole"])
+def test_oscillatory_verdicts_read_this_run_while_the_store_lacks_a_kind(held, monkeypatch, capsys):
+    rows = _oscillatory_rows(monkeypatch, held)
+    assert rows["oscillatory: ReLU error"][:2] == ("0.450 (this run)", "yes")  # >= 0.447
+    assert rows["oscillatory: PReLU error"][:2] == ("0.460 (this run)", "yes")
+    ours, holds, why = rows["oscillatory: TMAF error"]
+    assert ours == "0.092 (this run)" and holds == "partly"  # above 0.05, below ReLU's 0.450
+    assert why.endswith("our TMAF net's error is 0.092 (this run: median of 1 seed(s), 150 epochs "
+                        "on 4000 samples), ReLU's 0.450")
+    assert rows["oscillatory: tri-TMAF error"][:2] == ("0.500 (this run)", "NO")
 
 
 def _fashion_rows(monkeypatch, store_holds_all, best=None):
@@ -527,6 +781,140 @@ def test_table_2_a_quick_runs_gain_within_its_noise_is_no_verdict(monkeypatch, c
         "Dense": [87.0], "Focus-s": [87.1], "Focus-c": [85.0], "Fixed-s": [85.5]})
     assert rows["Fashion Focus-s: best test acc"][1] == "unclear"  # the paper's +0.90: 1.7 se
     assert rows["Fashion Focus-c: best test acc"][1] == "NO"
+
+
+def test_table_2_reasons_say_when_the_stores_curves_have_closed_the_gap(monkeypatch):
+    """catching_up's only evidence is the store's curves (fashion cites it only when the store
+    holds every net): 2 repeats of 200 epochs, Focus-s 3 points behind Dense at --quick's
+    epoch 20 and 1 point ahead at the last."""
+    from lessons.closing import focusing as closing
+    curves = {"Dense": ([0.87] * 100 + [0.89] * 100, [0.89] * 100 + [0.91] * 100),  # mean 88, 90
+              "Focus-s": ([0.85] * 100 + [0.91] * 100,) * 2}
+
+    def held(module, name, by, value):
+        assert name == "focusing-fashion" and by(dict(kind="Focus-s", seed=1)) == "Focus-s"
+        return {kind: [value({"test_acc": c}) for c in runs] for kind, runs in curves.items()}
+
+    monkeypatch.setattr(closing, "held_whole", held)
+    # gains over epochs 101-200: Dense 90 - 88, Focus-s 91 - 85
+    assert closing.catching_up("Focus-s") == (
+        "on the mean test curves Dense leads Focus-s by 3.00 pt at epoch 20 and by -1.00 at epoch "
+        "200, and gains +2.00 pt over epochs 101-200 to Focus-s's +6.00: the gap closes, as the "
+        "paper's 'win later' says")
+
+
+def test_table_2_reasons_read_no_stored_curve_while_the_store_lacks_a_net(monkeypatch, capsys):
+    """The store holds every net's repeats but Fixed-s's: this run's accuracies decide, and the
+    reason cites the paper's scale, not the store's curves."""
+    from lessons.closing import focusing as closing
+    whole = {kind: [[0.90] * 100 + [0.91] * 100] * 5 for kind in ("Dense", "Focus-s", "Focus-c")}
+    monkeypatch.setattr(closing, "stored", lambda module, name, by, value, *args: {
+        kind: [value({"test_acc": c}) for c in runs] for kind, runs in whole.items()})
+    monkeypatch.setattr(closing, "held_whole", lambda module, name, by, value: {
+        kind: [value({"test_acc": c}) for c in runs] for kind, runs in whole.items()})
+    results = _lesson.Results("paper", claims=closing.trials.PAPER)
+    closing.fashion(results, {"Dense": [87.0], "Focus-s": [85.0], "Focus-c": [84.0],
+                              "Fixed-s": [85.5]}, "quick")
+    ((ours, why),) = [(ours, why) for what, _, ours, _, why, rule in results
+                      if what == "Fashion Focus-s: best test acc"]
+    assert ours == "85.00 % (this run, n=1)"
+    assert why.endswith(f"1 repeat(s)); {closing.trials.SHORTER}")
+
+
+def _ltf_rows(monkeypatch, sides):
+    """Lesson 5's Figure 2 rows from this run's one --tiny seed per side (3 epochs: no focus
+    that started outside the informative inputs reached them) and a store of 20 seeds per
+    side that holds the sides `sides` whole: on the left 52 of 60 such foci moved on (8 runs
+    kept their third focus outside), on both sides all 40 -> {what: (ours, verdict, why)}."""
+    from lessons.closing import focusing as closing
+
+    def run(start, end, lo, hi):
+        return dict(mu=np.array([start, end]), sigma=np.full((2, 4), 0.1), lo=lo, hi=hi)
+
+    left, both = (20 / 39, 1.0), (10 / 39, 29 / 39)
+    middle, spread = [0.488, 0.507, 0.476, 0.520], [0.2, 0.4, 0.6, 0.8]  # 3 and 2 start outside
+    store = {"left": [run(middle, [0.60, 0.70, 0.56, 0.80], *left)] * 12
+             + [run(middle, [0.60, 0.70, 0.47, 0.80], *left)] * 8,
+             "both": [run(spread, [0.30, 0.40, 0.60, 0.70], *both)] * 20}
+    held = {side: store[side] for side in sides}
+
+    def stored(module, name, by, value, *args):
+        return {(side, quantity): [of(r) for r in runs] for side, runs in held.items()
+                for quantity, of in value.items()}
+
+    monkeypatch.setattr(closing, "stored", stored)
+    monkeypatch.setattr(closing, "held_whole", lambda module, name, by, value: {
+        side: [value(r) for r in runs] for side, runs in held.items()})
+    ltf = {"left": [run(middle, [0.49, 0.51, 0.48, 0.53], *left)],
+           "both": [run(spread, [0.21, 0.40, 0.60, 0.79], *both)]}
+    results = _lesson.Results("paper", claims=closing.trials.PAPER)
+    closing.learning_to_focus(results, ltf, "tiny")
+    return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
+
+
+def test_foci_moved_on_pool_the_stores_seeds_when_it_holds_both_sides(monkeypatch, capsys):
+    rows = _ltf_rows(monkeypatch, ("left", "both"))
+    ours, holds, why = rows["noise left: foci moved onto informative"]
+    assert ours == "52 of 60 (store, 20 seeds)" and holds  # 12 x 3 + 8 x 2 of 20 x 3
+    # the 8 stayed 20/39 - 0.476 = 0.037 out, moved |0.47 - 0.476|; the others 0.56 - 0.476 to
+    # 0.70 - 0.507
+    assert why.startswith("8 of the 60 foci that started outside the informative inputs ended "
+                          "outside them (store, 20 seeds of 250 epochs): the 8 that stayed outside "
+                          "had started a median 0.037 outside the informative inputs and moved a "
+                          "median 0.006 (at most 0.006); the 52 that crossed moved 0.084-0.193;")
+    ours, holds, why = rows["noise both: foci moved onto informative"]
+    assert ours == "40 of 40 (store, 20 seeds)" and holds
+    assert "(store, 20 seeds of 250 epochs): every one moved onto them;" in why
+    assert rows["noise left: foci moved onto informative (seed 0)"][:2] == ("0 of 3", False)
+
+
+@pytest.mark.parametrize("sides", [(), ("left",)], ids=["no side whole", "noise both not whole"])
+def test_foci_moved_on_are_this_runs_while_the_store_lacks_a_side(sides, monkeypatch, capsys):
+    rows = _ltf_rows(monkeypatch, sides)
+    ours, holds, why = rows["noise left: foci moved onto informative"]
+    assert ours == "0 of 3 (this run, 1 seeds)" and not holds
+    # they started 20/39 - (0.488, 0.507, 0.476) out and moved 0.002, 0.003, 0.004
+    assert why.startswith("3 of the 3 foci that started outside the informative inputs ended "
+                          "outside them (this run, 1 seeds of 3 epochs): the 3 that stayed outside "
+                          "had started a median 0.025 outside the informative inputs and moved a "
+                          "median 0.003 (at most 0.004);")
+    ours, holds, _ = rows["noise both: foci moved onto informative"]
+    assert ours == "0 of 2 (this run, 1 seeds)" and not holds
+
+
+def _random_trials_rows(monkeypatch, held):
+    """Lesson 5's Figure 3 rows from this run's 4 draws (focus - dense: -5 and +3 points on
+    the noisy sets, -5 and -3 on the clean) and a store holding `held` of its random trials
+    -> {what: (ours, verdict)}."""
+    from lessons.closing import focusing as closing
+    monkeypatch.setattr(closing, "stored", lambda *args: held)
+    draws = [dict(focus=0.80, dense=0.85, noisy=True), dict(focus=0.90, dense=0.87, noisy=True),
+             dict(focus=0.70, dense=0.75, noisy=False), dict(focus=0.72, dense=0.75, noisy=False)]
+    results = _lesson.Results("paper", claims=closing.trials.PAPER)
+    closing.random_trials(results, draws)
+    return {what: (ours, holds) for what, _, ours, holds, _, rule in results}
+
+
+# 750 draws: noisy ones +2.5 points (std 1.5: 37 standard errors), clean ones -0.4
+_RANDOM_STORE = {"noisy": [1.0, 4.0] * 250, "clean": [-1.0, 0.2] * 125}
+
+
+def test_random_trials_read_the_stores_750_draws_when_it_holds_them_all(monkeypatch, capsys):
+    rows = _random_trials_rows(monkeypatch, _RANDOM_STORE)
+    ours, holds = rows["random trials, noisy: focus - dense"]
+    assert ours == "+2.50 pts (n=500, store; focus better in 500); this run -1.00 (n=2)" and holds
+    ours, holds = rows["random trials, clean: focus - dense"]
+    assert ours == "-0.40 pts (n=250, store; focus better in 125); this run -4.00 (n=2)" and holds
+
+
+@pytest.mark.parametrize("held", [{}, {"noisy": _RANDOM_STORE["noisy"]}],
+                         ids=["no set whole", "the clean sets not whole"])
+def test_random_trials_read_this_runs_draws_while_the_store_lacks_some(held, monkeypatch, capsys):
+    rows = _random_trials_rows(monkeypatch, held)
+    ours, holds = rows["random trials, noisy: focus - dense"]
+    assert ours == "-1.00 pts (n=2, this run; focus better in 1)" and not holds
+    ours, holds = rows["random trials, clean: focus - dense"]
+    assert ours == "-4.00 pts (n=2, this run; focus better in 0)" and not holds  # |gap| >= 2
 
 
 def test_foci_that_stayed_outside_are_measured_by_how_far_they_moved():

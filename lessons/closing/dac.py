@@ -70,9 +70,13 @@ def theorem_c1(results, k, errors, n_params, exact_err, two_exact_err, mode):
         errors)
     exact = {name: sum(e < verdicts.EXACT_FIT for e in errs) for name, errs in fits.items()}
     k_fitted = trials.SIZES["full" if source == "store" else mode]["pl"][0]
+    # the store's fits are of --full's k: this run's parameter counts are not theirs
+    of_k = "" if k_fitted == k else f" of PL_{k_fitted}"
+    small, fewer = ((f"{n_params[small_name]} p.", f"{n_params[small_name]} parameters")
+                    if k_fitted == k else ("fewer hidden", "(2k - 1) // 3 hidden units"))
     results.add("Thm C.1(1): 1 DAC unit = PL_k",
                 f"k={k}: {n_params[dac_name]} p., exact {exact_err:.0e}; trained "
-                f"{exact[dac_name]}/{len(fits[dac_name])} ({source})",
+                f"{exact[dac_name]}/{len(fits[dac_name])}{of_k} ({source})",
                 n_params[dac_name] == 2 * k and exact_err < 1e-5 and exact[dac_name] > 0,
                 rule=f"2k parameters rebuild PL_k to rounding (< 1e-5), and training reaches an "
                      f"error below {verdicts.EXACT_FIT:g} on at least one target ({_READS})",
@@ -85,13 +89,13 @@ def theorem_c1(results, k, errors, n_params, exact_err, two_exact_err, mode):
                 measured=f"{exact[one_name]} of {len(fits[one_name])} one-layer fits reach an error "
                          f"below {verdicts.EXACT_FIT:g} ({source}; least {min(fits[one_name]):.2g})")
     results.add("Thm C.1(3): 2 layers need 3k+1", f"{n_params[two_name]} p.: exact "
-                f"{two_exact_err:.0e}; {n_params[small_name]} p.: {exact[small_name]}/"
-                f"{len(fits[small_name])} ({source})",
+                f"{two_exact_err:.0e}; {small}: {exact[small_name]}/"
+                f"{len(fits[small_name])}{of_k} ({source})",
                 n_params[two_name] == 3 * k + 1 and two_exact_err < 1e-5 and exact[small_name] == 0,
                 rule=f"3k+1 parameters rebuild PL_k (< 1e-5), and no fit with fewer hidden units "
                      f"reaches an error below {verdicts.EXACT_FIT:g} ({_READS})",
                 measured=f"the 3k+1 construction's error {two_exact_err:.0e}; {exact[small_name]} "
-                         f"of {len(fits[small_name])} fits with {n_params[small_name]} parameters "
+                         f"of {len(fits[small_name])} fits{of_k} with {fewer} "
                          f"reach an error below {verdicts.EXACT_FIT:g} ({source})")
 
 
