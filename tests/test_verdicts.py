@@ -872,14 +872,14 @@ def test_foci_moved_on_pool_the_stores_seeds_when_it_holds_both_sides(monkeypatc
 def test_foci_moved_on_are_this_runs_while_the_store_lacks_a_side(sides, monkeypatch, capsys):
     rows = _ltf_rows(monkeypatch, sides)
     ours, holds, why = rows["noise left: foci moved onto informative"]
-    assert ours == "0 of 3 (this run, 1 seeds)" and not holds
+    assert ours == "0 of 3 (this run, 1 seed)" and not holds
     # they started 20/39 - (0.488, 0.507, 0.476) out and moved 0.002, 0.003, 0.004
     assert why.startswith("3 of the 3 foci that started outside the informative inputs ended "
-                          "outside them (this run, 1 seeds of 3 epochs): the 3 that stayed outside "
+                          "outside them (this run, 1 seed of 3 epochs): the 3 that stayed outside "
                           "had started a median 0.025 outside the informative inputs and moved a "
                           "median 0.003 (at most 0.004);")
     ours, holds, _ = rows["noise both: foci moved onto informative"]
-    assert ours == "0 of 2 (this run, 1 seeds)" and not holds
+    assert ours == "0 of 2 (this run, 1 seed)" and not holds
 
 
 def _random_trials_rows(monkeypatch, held):

@@ -62,12 +62,13 @@ def learning_to_focus(results, ltf, mode):
         (k, n), source = verdicts.evidence(
             (int(sum(held[side, "moved on"])), int(sum(held[side, "started outside"])))
             if whole else None, here)
-        seeds = len(held[side, "moved on"]) if whole else len(runs)
-        results.add(f"noise {side}: foci moved onto informative", f"{k} of {n} ({source}, {seeds} seeds)",
+        n_seeds = len(held[side, "moved on"]) if whole else len(runs)
+        seeds = f"{n_seeds} seed{'s' * (n_seeds != 1)}"
+        results.add(f"noise {side}: foci moved onto informative", f"{k} of {n} ({source}, {seeds})",
                     verdicts.most(k, n), rule=rule + ", pooled over seeds; the store's rows when "
                     "it holds them all",
                     measured=f"{n - k} of the {n} foci that started outside the informative inputs "
-                             f"ended outside them ({source}, {seeds} seeds of "
+                             f"ended outside them ({source}, {seeds} of "
                              f"{trials.SIZES['full' if whole else mode]['ltf'][1]} epochs): "
                              + stuck(stored_runs[side] if whole else runs))
     every = ltf["left"] + ltf["both"]
