@@ -1,5 +1,6 @@
 """Shared fixtures. The backend comes from TINYUNITS_BACKEND (numpy by default); run
-the suite with TINYUNITS_BACKEND=strict to prove no op leaves the device."""
+the suite with TINYUNITS_BACKEND=strict to prove no op leaves the device. A module marked
+backend_free (pytestmark) tests nothing a backend changes: the strict pass skips it."""
 import os
 
 import numpy as np
