@@ -237,6 +237,11 @@ def test_doubling_gains_compare_mean_log_mses_with_the_baselines():
     assert by_biases == pytest.approx(math.log(0.5)) and by_weights == pytest.approx(0.0)
 
 
+def _rows(results):
+    """{what: (ours, verdict, why)} of a lesson's closing rows."""
+    return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
+
+
 def _regression_rows(monkeypatch, held_whole):
     """Lesson 1's Figs 3-4 rows from this run's MSEs (the DAC twin worse, weights better than
     biases) and a store (the other way round) that holds every trial of dac-widths, or all
@@ -363,7 +368,7 @@ def _figure_7b_rows(monkeypatch, held):
             "standard4": [dict(accuracy=1.0)] * 10}
     results = _lesson.Results("paper", claims=trials.PAPER)
     closing.figure_7b(results, True, runs, 10, 1800)
-    return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
+    return _rows(results)
 
 
 _FIG_7B_STORE = {"dac2": [1.0] * 5 + [0.0] * 15, "standard2": [0.0] * 20, "standard4": [1.0] * 20}
@@ -405,7 +410,7 @@ def _theorem_c1_rows(monkeypatch, held):
     n_params = dict(zip(nets, (8, 5, 13, 7)))  # 2k, k + 1, 3k + 1, 3 * 2 + 1
     results = _lesson.Results("paper", claims=trials.PAPER)
     closing.theorem_c1(results, 4, errors, n_params, 3e-16, 4e-16, "quick")
-    return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
+    return _rows(results)
 
 
 # 10 fits per net; the k-hidden nets' 4 exact fits tell them from the fewer-hidden ones'
@@ -602,7 +607,7 @@ def _table_31_rows(monkeypatch, held):
     smooth = {"ReLU": [0.10] * 8, "PReLU": [0.30] * 8, "TMAF": [0.05] * 4 + [0.20] * 4}
     results = _lesson.Results("paper", claims=trials.PAPER)
     closing.table_31(results, smooth, columns, 3, 30)
-    return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
+    return _rows(results)
 
 
 def _five_seeds(median):
@@ -653,7 +658,7 @@ def _oscillatory_rows(monkeypatch, held):
                                                        ("TMAF", 0.092), ("tri-TMAF", 0.50))}
     results = _lesson.Results("paper", claims=trials.PAPER)
     closing.oscillatory(results, osc, (4000, 150))
-    return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
+    return _rows(results)
 
 
 _OSCILLATORY_STORE = {kind: _five_seeds(median) for kind, median in (
@@ -709,7 +714,7 @@ def _fashion_rows(monkeypatch, store_holds_all, best=None):
     results = _lesson.Results("paper", claims=closing.trials.PAPER)
     closing.fashion(results, best or {"Dense": [87.0], "Focus-s": [85.0], "Focus-c": [84.0],
                                       "Fixed-s": [85.5]}, "quick")
-    return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
+    return _rows(results)
 
 
 def test_table_2_reasons_read_the_stores_learning_curves(monkeypatch, capsys):
@@ -750,7 +755,7 @@ def _robust_rows(monkeypatch, store, here=None):
     closing.robust_increment(results, here or {2: [0.002], 1: [0.002], 0: [0.0]}, "toy data",
                              None, 500)
     assert tables == [["eps 0.1", "eps 0.3"]]
-    return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
+    return _rows(results)
 
 
 def test_a_robust_increment_of_one_image_in_500_is_not_the_papers_13_points(monkeypatch, capsys):
@@ -849,7 +854,7 @@ def _ltf_rows(monkeypatch, sides):
            "both": [run(spread, [0.21, 0.40, 0.60, 0.79], *both)]}
     results = _lesson.Results("paper", claims=closing.trials.PAPER)
     closing.learning_to_focus(results, ltf, "tiny")
-    return {what: (ours, holds, why) for what, _, ours, holds, why, rule in results}
+    return _rows(results)
 
 
 def test_foci_moved_on_pool_the_stores_seeds_when_it_holds_both_sides(monkeypatch, capsys):
