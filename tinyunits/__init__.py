@@ -16,7 +16,7 @@ import sys as _sys
 if "numpy" not in _sys.modules:
     _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "22")
 
-from . import _check, backend, buffers  # buffers: glibc tuned for training loops on import
+from . import validate, backend, buffers  # buffers: glibc tuned for training loops on import
 from .backend import get_backend, set_backend
 # tensor first: it finishes by importing ops, which build on Tensor and Function
 from .tensor import (Tensor, get_default_dtype, is_grad_enabled, no_grad,
@@ -32,7 +32,7 @@ from .serialization import load, save
 
 def manual_seed(seed: int) -> None:
     """Seed every generator tinyunits uses: the same seed gives the same numbers."""
-    backend.manual_seed(_check.integer("manual_seed", "seed", seed, low=0))
+    backend.manual_seed(validate.integer("manual_seed", "seed", seed, low=0))
 
 
 __all__ = ["Tensor", "Function", "tensor", "no_grad", "is_grad_enabled",

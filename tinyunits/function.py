@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numbers
 
-from . import _check as check
+from . import validate
 from . import backend
 from .backend import ensure_array
 from .tensor import Tensor, _Config, _Version
@@ -46,7 +46,7 @@ class Function:
         try:
             y = ensure_array(self.forward(*arrays))
         except (ValueError, TypeError, IndexError) as err:  # free until something raises
-            named = check.from_op(type(self).__name__, arrays, err)
+            named = validate.from_op(type(self).__name__, arrays, err)
             if named is err:
                 raise
             raise named from err
@@ -95,7 +95,7 @@ def _constant(name, x, like: Tensor) -> Tensor:
         except (TypeError, ValueError):  # a ragged list, a list holding Tensors
             pass
     if value is None or value.dtype.kind not in ("b", "i", "u", "f"):
-        check.fail(name, "operands", "Tensors, numbers or numeric arrays", x, TypeError)
+        validate.fail(name, "operands", "Tensors, numbers or numeric arrays", x, TypeError)
     # a Python number itself, so that NumPy treats it as weak
     dtype = constant_dtype(like.dtype, x if scalar else value.dtype)
     if backend.is_array(x):  # stays on its backend: a host array beside a device

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import textwrap
 
-from . import _check as check
+from . import validate
 from .function import Function
 from .tensor import Tensor
 
@@ -36,7 +36,7 @@ def graph_nodes(y: Tensor) -> list:
     """Every Tensor and Function of the graph that made y, each after its inputs
     (inputs in the order the Function took them); y is last."""
     if not isinstance(y, Tensor):
-        check.fail("graph_nodes", "y", "a Tensor", y, TypeError)
+        validate.fail("graph_nodes", "y", "a Tensor", y, TypeError)
     order, seen, stack = [], set(), [(y, False)]
     while stack:  # iterative: a chain of 10,000 ops needs no recursion
         node, finished = stack.pop()
@@ -130,14 +130,14 @@ def _check_marks(where: str, nodes: list, marks) -> dict:
     if marks is None:
         return {}
     if not isinstance(marks, dict):
-        check.fail(where, "marks", "a dict {Tensor or Function of the graph: text}", marks,
+        validate.fail(where, "marks", "a dict {Tensor or Function of the graph: text}", marks,
                    TypeError)
     known = {id(n) for n in nodes}
     for node, text in marks.items():
         if id(node) not in known:
-            check.fail(where, "marks", "keyed by Tensors or Functions of y's graph", node)
+            validate.fail(where, "marks", "keyed by Tensors or Functions of y's graph", node)
         if not isinstance(text, str):
-            check.fail(where, f"marks[{type(node).__name__}]", "a str", text, TypeError)
+            validate.fail(where, f"marks[{type(node).__name__}]", "a str", text, TypeError)
     return {id(node): textwrap.fill(text, MARK_WIDTH) for node, text in marks.items()}
 
 
@@ -178,5 +178,5 @@ def _quote(text: str) -> str:
     """A DOT string: backslash and double quote escaped, newlines as \\n (centred), and
     every other character that is not printable (a control character, a lone
     surrogate, which UTF-8 cannot write) shown as Python escapes it."""
-    text = check.printable(text, newlines=True).replace("\\", "\\\\").replace('"', '\\"')
+    text = validate.printable(text, newlines=True).replace("\\", "\\\\").replace('"', '\\"')
     return '"' + text.replace("\n", "\\n") + '"'

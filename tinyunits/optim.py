@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from . import _check as check
+from . import validate
 from . import backend
 from .backend import get_array_module
 from .blas import axpy
@@ -31,27 +31,27 @@ from .tensor import Tensor, no_grad
 def _parameter_groups(where, params) -> list:
     """A list of groups {"params": [Tensor, ...], ...} from a list of Tensors or of groups."""
     if isinstance(params, (Tensor, dict)):
-        check.fail(where, "params", "a list of parameters or of parameter groups",
+        validate.fail(where, "params", "a list of parameters or of parameter groups",
                    f"a single {type(params).__name__}", TypeError)
     try:
         params = list(params)
     except TypeError:
-        check.fail(where, "params", "a list of parameters or of parameter groups",
+        validate.fail(where, "params", "a list of parameters or of parameter groups",
                    params, TypeError)
     if not params:
-        check.fail(where, "params", "a non-empty list", params)
+        validate.fail(where, "params", "a non-empty list", params)
     groups = []
     for g in params if isinstance(params[0], dict) else [{"params": params}]:
         if not isinstance(g, dict) or "params" not in g:
-            check.fail(where, "params", "all parameters or all groups (dicts with "
+            validate.fail(where, "params", "all parameters or all groups (dicts with "
                        "'params')", g, TypeError)
         if isinstance(g["params"], Tensor):
-            check.fail(where, "a group's params", "a list of parameters",
+            validate.fail(where, "a group's params", "a list of parameters",
                        "a single Tensor", TypeError)
         groups.append({**g, "params": list(g["params"])})
         for p in groups[-1]["params"]:
             if not isinstance(p, Tensor):
-                check.fail(where, "params", "Tensors (e.g. model.parameters())",
+                validate.fail(where, "params", "Tensors (e.g. model.parameters())",
                            type(p).__name__, TypeError)
     return groups
 
@@ -61,21 +61,21 @@ class Optimizer:
 
     def __init__(self, params, **hyper):
         where = type(self).__name__
-        check.unknown_keywords(where, hyper, self.defaults)
+        validate.unknown_keywords(where, hyper, self.defaults)
         groups = _parameter_groups(where, params)
         self.param_groups = [{**self.defaults, **hyper, **g} for g in groups]
         seen = set()
         for g in self.param_groups:
-            check.unknown_keywords(f"{where} parameter group", g,
+            validate.unknown_keywords(f"{where} parameter group", g,
                                    {"params", "initial_lr", *self.defaults})
             self.check_hyper(g)
             for p in g["params"]:
                 if p.creator is not None:  # a step would change a copy the model never reads
-                    check.fail(where, "params", "leaf tensors (model.parameters(), or tensors "
+                    validate.fail(where, "params", "leaf tensors (model.parameters(), or tensors "
                                "made with tu.tensor)", f"a tensor computed by "
                                f"{type(p.creator).__name__}", ValueError)
                 if id(p) in seen:  # it would be updated twice per step
-                    check.fail(where, "params", "each parameter once (across all groups)",
+                    validate.fail(where, "params", "each parameter once (across all groups)",
                                f"{type(p).__name__} of shape {tuple(p.shape)} listed twice")
                 seen.add(id(p))
             g.setdefault("initial_lr", g["lr"])
@@ -86,7 +86,7 @@ class Optimizer:
         where = type(self).__name__
         for name in ("lr", "momentum", "weight_decay"):
             if name in group:
-                check.number(where, name, group[name], low=0)
+                validate.number(where, name, group[name], low=0)
 
     def zero_grad(self) -> None:
         for g in self.param_groups:
@@ -119,7 +119,7 @@ class Optimizer:
         checked before anything changes, and the buffers get their parameter's dtype."""
         where = f"{type(self).__name__}.load_state_dict"
         if not isinstance(state, dict):
-            check.fail(where, "state", "a dict (state_dict()'s)", state, TypeError)
+            validate.fail(where, "state", "a dict (state_dict()'s)", state, TypeError)
         params = {f"{g}.{i}": p for g, group in enumerate(self.param_groups)
                   for i, p in enumerate(group["params"])}
         lrs, buffers = {}, {}
@@ -127,7 +127,7 @@ class Optimizer:
             kind, _, rest = str(key).partition(".")
             owner, _, name = rest.rpartition(".")
             if kind == "lr" and rest in {str(g) for g in range(len(self.param_groups))}:
-                lrs[int(rest)] = check.number(where, key, _number(value), low=0)
+                lrs[int(rest)] = validate.number(where, key, _number(value), low=0)
             elif kind == "state" and owner in params and name:
                 buffers[owner, name] = self._buffer(where, key, value, params[owner])
             else:
@@ -147,14 +147,14 @@ class Optimizer:
     def _buffer(where, key, value, p):
         """A buffer of p as the optimiser keeps it: a number, or an array of p's shape."""
         if not backend.is_array(value) or value.ndim == 0:
-            check.number(where, key, _number(value))
+            validate.number(where, key, _number(value))
             return _number(value)  # an int stays one (Adam's step count)
         if value.dtype.kind not in "fiu" or tuple(value.shape) != tuple(p.shape):
-            check.fail(where, key, f"a number or a numeric array of its parameter's shape "
+            validate.fail(where, key, f"a number or a numeric array of its parameter's shape "
                        f"{tuple(p.shape)}", f"{value.dtype} of shape {tuple(value.shape)}")
         value = backend.asarray(value, dtype=p.dtype)
         if not get_array_module(value).isfinite(value).all().item():
-            check.fail(where, key, "finite values", "NaN or inf")
+            validate.fail(where, key, "finite values", "NaN or inf")
         return value.copy()
 
 
@@ -170,9 +170,9 @@ class SGD(Optimizer):
 
     def check_hyper(self, group):
         super().check_hyper(group)
-        check.flag("SGD", "nesterov", group["nesterov"])
+        validate.flag("SGD", "nesterov", group["nesterov"])
         if group["nesterov"] and not group["momentum"]:
-            check.fail("SGD", "momentum", "> 0 with nesterov=True", group["momentum"])
+            validate.fail("SGD", "momentum", "> 0 with nesterov=True", group["momentum"])
 
     def update(self, p, grad, group, state):
         if group["weight_decay"]:
@@ -200,10 +200,10 @@ class Adam(Optimizer):
         where = type(self).__name__
         betas = group["betas"]
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            check.fail(where, "betas", "a pair (beta1, beta2)", betas, TypeError)
+            validate.fail(where, "betas", "a pair (beta1, beta2)", betas, TypeError)
         for beta in betas:
-            check.number(where, "betas", beta, low=0, high=1, high_open=True)
-        check.number(where, "eps", group["eps"], low=0, low_open=True)
+            validate.number(where, "betas", beta, low=0, high=1, high_open=True)
+        validate.number(where, "eps", group["eps"], low=0, low_open=True)
 
     def update(self, p, grad, group, state):
         b1, b2 = group["betas"]
@@ -238,10 +238,10 @@ class _Scheduler:
 
     def __init__(self, optimizer, gamma):
         if not isinstance(optimizer, Optimizer):
-            check.fail(type(self).__name__, "optimizer", "an optimiser (SGD, Adam, AdamW)",
+            validate.fail(type(self).__name__, "optimizer", "an optimiser (SGD, Adam, AdamW)",
                        optimizer, TypeError)
         self.optimizer, self.count = optimizer, 0
-        self.gamma = check.number(type(self).__name__, "gamma", gamma, low=0, low_open=True)
+        self.gamma = validate.number(type(self).__name__, "gamma", gamma, low=0, low_open=True)
 
     def step(self) -> None:
         self.count += 1
@@ -259,8 +259,8 @@ class _Scheduler:
         """Take state_dict()'s count back (the optimiser's state holds the rates)."""
         where = f"{type(self).__name__}.load_state_dict"
         if not isinstance(state, dict) or set(state) != {"count"}:
-            check.fail(where, "state", "a dict with the one key 'count'", state, TypeError)
-        self.count = check.integer(where, "count", _number(state["count"]), low=0)
+            validate.fail(where, "state", "a dict with the one key 'count'", state, TypeError)
+        self.count = validate.integer(where, "count", _number(state["count"]), low=0)
 
 
 class StepLR(_Scheduler):
@@ -268,7 +268,7 @@ class StepLR(_Scheduler):
 
     def __init__(self, optimizer, step_size, gamma=0.1):
         super().__init__(optimizer, gamma)
-        self.step_size = check.integer("StepLR", "step_size", step_size)
+        self.step_size = validate.integer("StepLR", "step_size", step_size)
 
     def factor(self, count):
         return self.gamma ** (count // self.step_size)
@@ -280,9 +280,9 @@ class MultiStepLR(_Scheduler):
     def __init__(self, optimizer, milestones, gamma=0.1):
         super().__init__(optimizer, gamma)
         if isinstance(milestones, (str, bytes)) or not hasattr(milestones, "__iter__"):
-            check.fail("MultiStepLR", "milestones", "a list of ints >= 1", milestones,
+            validate.fail("MultiStepLR", "milestones", "a list of ints >= 1", milestones,
                        TypeError)
-        self.milestones = sorted(check.integer("MultiStepLR", "milestones", m)
+        self.milestones = sorted(validate.integer("MultiStepLR", "milestones", m)
                                  for m in milestones)
 
     def factor(self, count):
@@ -291,7 +291,7 @@ class MultiStepLR(_Scheduler):
 
 def clip_grad_norm(params, max_norm: float) -> float:
     """Scale all gradients together so their global L2 norm is at most max_norm."""
-    max_norm = check.number("clip_grad_norm", "max_norm", max_norm, low=0, low_open=True)
+    max_norm = validate.number("clip_grad_norm", "max_norm", max_norm, low=0, low_open=True)
     groups = _parameter_groups("clip_grad_norm", params)
     # a gradient is scaled once, even if its parameter is listed twice
     grads = list({id(p.grad): p.grad for g in groups for p in g["params"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-from . import _check, backend, graphview
+from . import validate, backend, graphview
 from .graphview import graph_edges, graph_nodes, to_dot  # noqa: F401  (plot's API)
 from .tensor import Tensor, no_grad, tensor
 
@@ -27,7 +27,7 @@ def _pyplot():
 def _target(where, path):
     """path, its folder made; a clear error for what cannot be a file to write."""
     if not isinstance(path, (str, bytes, os.PathLike)):
-        _check.fail(where, "path", "a str or os.PathLike (the file to write)", path, TypeError)
+        validate.fail(where, "path", "a str or os.PathLike (the file to write)", path, TypeError)
     folder = os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(folder, exist_ok=True)
@@ -35,7 +35,7 @@ def _target(where, path):
         raise ValueError(f"{where}: path's folder {folder} cannot be made "
                          f"({err.strerror}: {err.filename})") from None
     if os.path.isdir(path):
-        _check.fail(where, "path", "a file to write, not a folder", path)
+        validate.fail(where, "path", "a file to write, not a folder", path)
     return path
 
 
@@ -104,18 +104,18 @@ def graph(y, path=None, marks=None, title=None):
         plot.graph(L, "graph.png", marks={L.creator: "look here"})
     """
     if not isinstance(y, Tensor):
-        _check.fail("graph", "y", "a Tensor", y, TypeError)
+        validate.fail("graph", "y", "a Tensor", y, TypeError)
     if path is not None:
         path = _target("graph", path)
     nodes = graph_nodes(y)
     if len(nodes) > MAX_NODES:
-        _check.fail("graph", "y's graph", f"at most {MAX_NODES} nodes (to_dot writes larger "
+        validate.fail("graph", "y's graph", f"at most {MAX_NODES} nodes (to_dot writes larger "
                     "ones for Graphviz)", len(nodes))
     marked = graphview._check_marks("graph", nodes, marks)
     edges = graph_edges(nodes)
-    labels = [_check.printable("\n".join(graphview.label(n)), newlines=True) for n in nodes]
-    notes = [_check.printable(marked.get(id(n), ""), newlines=True) for n in nodes]
-    heading = [_check.printable(str(title), newlines=True)] if title else []
+    labels = [validate.printable("\n".join(graphview.label(n)), newlines=True) for n in nodes]
+    notes = [validate.printable(marked.get(id(n), ""), newlines=True) for n in nodes]
+    heading = [validate.printable(str(title), newlines=True)] if title else []
     if graphview.freed(nodes):
         heading += ["backward freed part of this graph;", "backward(retain_graph=True) keeps it"]
     x, yc, width, height = _place(graphview.layers(nodes, edges), labels, notes, heading)

@@ -29,7 +29,7 @@ import json
 import math
 import os
 
-from . import _check as check
+from . import validate
 from . import backend, serialization
 
 _RUN = "fit"  # the key of the run's JSON (its identity, epoch, history, generators)
@@ -43,7 +43,7 @@ def run_of(model, optimizer, scheduler, data, **settings) -> dict:
     from other initial weights or with other hyper-parameters is another run's."""
     for name, obj in (("optimizer", optimizer), ("scheduler", scheduler)):
         if obj is not None and not callable(getattr(obj, "load_state_dict", None)):
-            check.fail("fit", name, "an object with state_dict() and load_state_dict() when "
+            validate.fail("fit", name, "an object with state_dict() and load_state_dict() when "
                        "backup is given (the optimisers and schedulers of tinyunits.optim)",
                        obj, TypeError)
     state = model.state_dict()

@@ -124,7 +124,7 @@ import types
 import urllib.parse
 import warnings
 
-from . import _check as check
+from . import validate
 from . import backend, resume
 
 TRIES = 2  # a raising trial is tried once more, in the same run
@@ -228,9 +228,9 @@ def code_identity(fn) -> str:
     docstrings do not count. A name looked up at run time (getattr, globals()[...])
     is not seen.
     """
-    check.callables("sweep.code_identity", fn=fn)
+    validate.callables("sweep.code_identity", fn=fn)
     if fn is None:
-        check.fail("sweep.code_identity", "fn", "a function settings -> dict", fn, TypeError)
+        validate.fail("sweep.code_identity", "fn", "a function settings -> dict", fn, TypeError)
     parts = set()
     _reach(fn, parts, set())
     return hashlib.sha256("\n\0".join(sorted(parts)).encode()).hexdigest()[:16]
@@ -435,7 +435,7 @@ def backup_path(part=None):
         return None
     if part is not None:
         if not isinstance(part, str) or not part.isidentifier():
-            check.fail("sweep.backup_path", "part", "None or a name (letters, digits, _)",
+            validate.fail("sweep.backup_path", "part", "None or a name (letters, digits, _)",
                        part, TypeError if not isinstance(part, str) else ValueError)
         path = f"{path[:-len('.npz')]}-{part}.npz"
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -525,7 +525,7 @@ def _importable(fn, where):
     for part in qualname.split("."):
         target = getattr(target, part, None)
     if module in (None, "__main__") or target is not fn:
-        check.fail(where, "fn", "a top-level function of an importable module when timeout is "
+        validate.fail(where, "fn", "a top-level function of an importable module when timeout is "
                    "set (each trial then runs in a process of its own, which imports fn by "
                    "name)", fn, TypeError)
     return module, qualname
@@ -590,7 +590,7 @@ def _open(store, where, write):
     checked and, for writing, created or brought up to date. Every way the path can be
     wrong is an error that names it; nothing is created where the folder is missing."""
     if not isinstance(store, (str, os.PathLike)):
-        check.fail(where, "store", "a file path", store, TypeError)
+        validate.fail(where, "store", "a file path", store, TypeError)
     path = os.fspath(store)
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
@@ -681,7 +681,7 @@ def _record(db, name, key, settings_json, result, error, seconds, worker, code):
 
 def _check_name(where, name):
     if not isinstance(name, str) or not name:
-        check.fail(where, "name", "a non-empty string", name, TypeError)
+        validate.fail(where, "name", "a non-empty string", name, TypeError)
 
 
 def load(name, store="sweeps.sqlite", fn=None):
@@ -695,7 +695,7 @@ def load(name, store="sweeps.sqlite", fn=None):
     Never writes to the store (a read-only store can be read).
     """
     _check_name("sweep.load", name)
-    check.callables("sweep.load", fn=fn)
+    validate.callables("sweep.load", fn=fn)
     current = None if fn is None else _identity_here(fn)
     db = _open(store, "sweep.load", write=False)
     try:
@@ -726,13 +726,13 @@ def adopt(name, fn, store="sweeps.sqlite", verify=3):
     """
     where = "sweep.adopt"
     _check_name(where, name)
-    check.callables(where, fn=fn)
+    validate.callables(where, fn=fn)
     if fn is None:
-        check.fail(where, "fn", "a function settings -> dict", fn, TypeError)
-    if isinstance(verify, bool) or not (check.is_int(verify) and verify >= 1
+        validate.fail(where, "fn", "a function settings -> dict", fn, TypeError)
+    if isinstance(verify, bool) or not (validate.is_int(verify) and verify >= 1
                                         or isinstance(verify, list) and verify
                                         and all(isinstance(v, dict) for v in verify)):
-        check.fail(where, "verify", "an int >= 1 or a non-empty list of settings dicts",
+        validate.fail(where, "verify", "an int >= 1 or a non-empty list of settings dicts",
                    verify, TypeError)
     code = _identity_here(fn)
     db = _open(store, where, write=True)
@@ -912,7 +912,7 @@ def _check(name, fn, trials, store, workers, scheduler, timeout):
         raise ValueError("sweep.run: give workers= (a new local cluster) or scheduler= "
                          "(an existing one), not both")
     if timeout is not None:
-        check.number("sweep.run", "timeout", timeout, low=0, low_open=True)
+        validate.number("sweep.run", "timeout", timeout, low=0, low_open=True)
         _importable(fn, "sweep.run")
     return trials
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 
-from . import _check as check
+from . import validate
 from . import backend
 
 
@@ -56,7 +56,7 @@ def is_grad_enabled() -> bool:
 
 def set_default_dtype(name: str) -> None:
     """Floating dtype of new tensors and parameters: "float32" (default) or "float64"."""
-    check.one_of("set_default_dtype", "name", name, ("float32", "float64"))
+    validate.one_of("set_default_dtype", "name", name, ("float32", "float64"))
     _Config.default_dtype = name
 
 
@@ -149,7 +149,7 @@ class Tensor:
     @data.setter
     def data(self, array):
         if not backend.is_array(array):
-            check.fail("Tensor.data", "the new value", "an array (tu.tensor(...).data, "
+            validate.fail("Tensor.data", "the new value", "an array (tu.tensor(...).data, "
                        "backend.asarray(...))", type(array).__name__, TypeError)
         if array is self._data:  # an augmented assignment changed it in place
             self.mark_changed()
@@ -476,9 +476,9 @@ def tensor(data, requires_grad: bool = False, dtype=None, name=None) -> Tensor:
     with the graph it came from. An array already of the right dtype and backend is
     used as it is, not copied.
     """
-    check.flag("tensor", "requires_grad", requires_grad)
+    validate.flag("tensor", "requires_grad", requires_grad)
     if name is not None and not isinstance(name, str):
-        check.fail("tensor", "name", "a str or None", name, TypeError)
+        validate.fail("tensor", "name", "a str or None", name, TypeError)
     if isinstance(data, Tensor):
         data = data._data.copy()
     try:
@@ -488,9 +488,9 @@ def tensor(data, requires_grad: bool = False, dtype=None, name=None) -> Tensor:
                         f"with dtype a numeric type, got {type(data).__name__} and "
                         f"dtype={dtype!r} ({err})") from err
     if array.dtype.kind not in "biuf":
-        check.fail("tensor", "data", "numeric", f"dtype {array.dtype}", TypeError)
+        validate.fail("tensor", "data", "numeric", f"dtype {array.dtype}", TypeError)
     if requires_grad and array.dtype.kind != "f":
-        check.fail("tensor", "data", "floating with requires_grad=True (only floats have "
+        validate.fail("tensor", "data", "floating with requires_grad=True (only floats have "
                    "gradients)", f"dtype {array.dtype}", TypeError)
     if dtype is None and array.dtype.kind == "f":
         array = array.astype(_Config.default_dtype, copy=False)

@@ -36,7 +36,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from . import _check as check
+from . import validate
 from . import backend
 
 ENV = ("TINYUNITS_NUM_THREADS", "OMP_NUM_THREADS")
@@ -50,7 +50,7 @@ class _State:
 
 def set_num_threads(n: int) -> None:
     """Run ops' independent pieces, and BLAS's products, on n CPU threads."""
-    n = check.integer("set_num_threads", "n", n)
+    n = validate.integer("set_num_threads", "n", n)
     if n != get_num_threads() and _State.pool is not None:
         _State.pool.shutdown()
         _State.pool = None
@@ -69,7 +69,7 @@ def get_num_threads() -> int:
             try:
                 return max(1, int(value.split(",")[0]))  # OpenMP allows a list: "2,1"
             except ValueError:
-                check.fail("tinyunits.threads", name, "a thread count such as 2", value)
+                validate.fail("tinyunits.threads", name, "a thread count such as 2", value)
     return available_cores()
 
 

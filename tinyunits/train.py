@@ -29,7 +29,7 @@ import os
 import sys
 import time
 
-from . import _check as check
+from . import validate
 from . import backend, resume
 from .ops.loss import CheckedLabels, label_range
 from .tensor import Tensor, get_default_dtype, no_grad, tensor
@@ -47,13 +47,13 @@ def accuracy(logits: Tensor, labels) -> float:
     """Fraction of rows whose largest logit is at the label."""
     labels = labels.data if isinstance(labels, Tensor) else labels
     if not isinstance(logits, Tensor) or logits.ndim != 2 or not logits.shape[0]:
-        check.fail("accuracy", "logits", "a Tensor (N, classes) with N >= 1",
+        validate.fail("accuracy", "logits", "a Tensor (N, classes) with N >= 1",
                    getattr(logits, "shape", type(logits).__name__))
     if not backend.is_array(labels) or labels.dtype.kind not in "iu":
-        check.fail("accuracy", "labels", "an integer array",
+        validate.fail("accuracy", "labels", "an integer array",
                    getattr(labels, "dtype", type(labels).__name__), TypeError)
     if tuple(labels.shape) != tuple(logits.shape[:1]):
-        check.fail("accuracy", "labels", f"of shape ({logits.shape[0]},) for logits "
+        validate.fail("accuracy", "labels", f"of shape ({logits.shape[0]},) for logits "
                    f"{tuple(logits.shape)}", tuple(labels.shape))
     return (logits.data.argmax(axis=1) == labels).mean().item()
 
@@ -64,7 +64,7 @@ def _model_dtype(where, model):
     parameters = model.parameters() if callable(getattr(model, "parameters", None)) else []
     dtypes = sorted({str(p.dtype) for p in parameters})
     if len(dtypes) > 1:
-        check.fail(where, "model", "of one floating dtype (cast it with model.astype), "
+        validate.fail(where, "model", "of one floating dtype (cast it with model.astype), "
                    "since the data are cast to it", f"parameters of dtypes {dtypes}")
     return dtypes[0] if dtypes else get_default_dtype()
 
@@ -79,31 +79,31 @@ def _check_data(where, name, data, dtype):
     """
     limit = float(backend.host_module().finfo(dtype).max)
     if not isinstance(data, (tuple, list)) or len(data) != 2:
-        check.fail(where, name, "a pair (X, y)", data, TypeError)
+        validate.fail(where, name, "a pair (X, y)", data, TypeError)
     for part, a in zip("Xy", data):
         if not backend.is_array(a):
-            check.fail(where, f"{name} {part}", "an array", type(a).__name__, TypeError)
+            validate.fail(where, f"{name} {part}", "an array", type(a).__name__, TypeError)
         if a.ndim == 0 or a.dtype.kind not in "fiu":
-            check.fail(where, f"{name} {part}", "a numeric array with a row axis",
+            validate.fail(where, f"{name} {part}", "a numeric array with a row axis",
                        f"{a.dtype} of shape {tuple(a.shape)}", TypeError)
         if a.dtype.kind == "f" and not backend.get_array_module(a).isfinite(a).all().item():
-            check.fail(where, f"{name} {part}", "finite (no NaN or inf)", "non-finite values")
+            validate.fail(where, f"{name} {part}", "finite (no NaN or inf)", "non-finite values")
         floating = a.dtype.kind == "f" and a.size
         largest = backend.get_array_module(a).abs(a).max().item() if floating else 0
         if largest > limit:
-            check.fail(where, f"{name} {part}", f"within the range of the model's {dtype} "
+            validate.fail(where, f"{name} {part}", f"within the range of the model's {dtype} "
                        f"(|values| <= {limit:.3g}; they are cast to it)", largest)
     X, y = data
     if len(X) == 0:
-        check.fail(where, f"{name} X", "non-empty", f"shape {tuple(X.shape)}")
+        validate.fail(where, f"{name} X", "non-empty", f"shape {tuple(X.shape)}")
     if len(X) != len(y):
-        check.fail(where, f"{name} y", f"one row per row of X ({len(X)})", f"{len(y)} rows")
+        validate.fail(where, f"{name} y", f"one row per row of X ({len(X)})", f"{len(y)} rows")
     if y.dtype.kind in "iu":
         if y.ndim != 1:
-            check.fail(where, f"{name} y", "1-D integer labels (N,)", f"shape {tuple(y.shape)}")
+            validate.fail(where, f"{name} y", "1-D integer labels (N,)", f"shape {tuple(y.shape)}")
         low, top = label_range(y)
         if low < 0:
-            check.fail(where, f"{name} y", "labels >= 0", f"minimum {low}")
+            validate.fail(where, f"{name} y", "labels >= 0", f"minimum {low}")
         return X, y, top + 1
     return X, y, None
 
@@ -174,8 +174,8 @@ def _batches(n, batch_size, rng, shuffle):
 def evaluate(model, X, y, loss_fn=None, metric=accuracy, batch_size=1024):
     """(mean loss or None, mean metric or None) over (X, y), in eval mode, without a graph;
     floating data are cast to the model's dtype (the module docstring)."""
-    check.callables("evaluate", model=model, loss_fn=loss_fn, metric=metric)
-    check.integer("evaluate", "batch_size", batch_size)
+    validate.callables("evaluate", model=model, loss_fn=loss_fn, metric=metric)
+    validate.integer("evaluate", "batch_size", batch_size)
     dtype = _model_dtype("evaluate", model)
     return _evaluate("evaluate", model, *_check_data("evaluate", "data", (X, y), dtype), loss_fn,
                      metric, batch_size, dtype)
@@ -224,29 +224,29 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     batch order and the generators included: tinyunits.resume). A backup of another run
     is refused, not overwritten.
     """
-    check.callables("fit", model=model, metric=metric, after_step=after_step)
+    validate.callables("fit", model=model, metric=metric, after_step=after_step)
     if not callable(loss_fn):
-        check.fail("fit", "loss_fn", "callable", loss_fn, TypeError)
+        validate.fail("fit", "loss_fn", "callable", loss_fn, TypeError)
     for name, obj in (("optimizer", optimizer), ("scheduler", scheduler)):
         if (obj is not None or name == "optimizer") and not callable(getattr(obj, "step", None)):
-            check.fail("fit", name, "an object with a step() method", obj, TypeError)
-    epochs = check.integer("fit", "epochs", epochs, low=0)
-    batch_size = check.integer("fit", "batch_size", batch_size)
+            validate.fail("fit", name, "an object with a step() method", obj, TypeError)
+    epochs = validate.integer("fit", "epochs", epochs, low=0)
+    batch_size = validate.integer("fit", "batch_size", batch_size)
     if patience is not None:
-        check.integer("fit", "patience", patience)
+        validate.integer("fit", "patience", patience)
     for name, value in (("patience", patience), ("metric", metric)):
         if value is not None and val_data is None:
-            check.fail("fit", name, "None when val_data is None (it acts on the validation "
+            validate.fail("fit", name, "None when val_data is None (it acts on the validation "
                        "scores)", value)
-    check.integer("fit", "seed", seed, low=0)
-    check.flag("fit", "shuffle", shuffle)
+    validate.integer("fit", "seed", seed, low=0)
+    validate.flag("fit", "shuffle", shuffle)
     if backup is not None and not isinstance(backup, (str, os.PathLike)):
-        check.fail("fit", "backup", "a file path or None", backup, TypeError)
+        validate.fail("fit", "backup", "a file path or None", backup, TypeError)
     if backup is not None and (os.path.isdir(backup) or not os.path.isdir(
             os.path.dirname(os.path.abspath(backup)))):
-        check.fail("fit", "backup", "a file in an existing folder", os.fspath(backup))
+        validate.fail("fit", "backup", "a file in an existing folder", os.fspath(backup))
     if progress is not None:
-        check.flag("fit", "progress", progress)
+        validate.flag("fit", "progress", progress)
     dtype = _model_dtype("fit", model)
     X, y, high = _check_data("fit", "train_data", train_data, dtype)
     if val_data is not None:

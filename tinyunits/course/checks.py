@@ -38,7 +38,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 import tinyunits as tu
-from tinyunits import _check, backend, checks as data_helpers
+from tinyunits import validate, backend, checks as data_helpers
 from tinyunits.checks.dac import _off_kink_biases, _off_kink_inputs
 from tinyunits.checks.focus import _layer as _focus_layer
 from tinyunits.checks.han import MARGIN as HAN_MARGIN, _input_with_pre_activation
@@ -95,11 +95,11 @@ class Case:
 
 def printable(text, newlines=False) -> str:
     """The child's text as feedback may show it: its last SAID characters (its first,
-    for one line), every character that is not printable escaped (_check.printable),
+    for one line), every character that is not printable escaped (validate.printable),
     so that no print of the graded code can break the report, or draw a line of its
     own in it."""
     text = str(text)
-    return _check.printable(text[-SAID:] if newlines else text[:SAID], newlines)
+    return validate.printable(text[-SAID:] if newlines else text[:SAID], newlines)
 
 
 @dataclass

@@ -36,7 +36,7 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from .. import _check, backend, manual_seed
+from .. import validate, backend, manual_seed
 from ..tensor import get_default_dtype, set_default_dtype
 from . import checks
 from .exercises import BY_NAME, EXERCISES
@@ -362,7 +362,7 @@ def grade(directory=None, only=None, hidden=None, timeout=TIMEOUT, workers=None)
     the cores, <= 4). The cases are drawn from fixed seeds: tinyunits' generators are
     reseeded.
     """
-    _check.number("grade", "timeout", timeout, low=0, low_open=True)
+    validate.number("grade", "timeout", timeout, low=0, low_open=True)
     root = pathlib.Path(directory or SOURCE_ROOT).resolve()
     names = list(only) if only else [e.name for e in EXERCISES]
     unknown = [n for n in names if n not in BY_NAME]

@@ -86,23 +86,23 @@ class GradcheckReport:
 
 
 def _check_arguments(fn, inputs, module, eps, tol, atol, max_sweep, n_directions):
-    from .. import _check
+    from .. import validate
     from ..nn import Module
     if not callable(fn):
-        _check.fail("gradcheck", "fn", "a function of the inputs returning a Tensor", fn,
+        validate.fail("gradcheck", "fn", "a function of the inputs returning a Tensor", fn,
                     TypeError)
     if not isinstance(inputs, (list, tuple)):
-        _check.fail("gradcheck", "inputs", "a list of Tensors or arrays", inputs, TypeError)
+        validate.fail("gradcheck", "inputs", "a list of Tensors or arrays", inputs, TypeError)
     for i, x in enumerate(inputs):
         if not (isinstance(x, Tensor) or hasattr(x, "shape") or isinstance(x, (list, numbers.Real))):
-            _check.fail("gradcheck", f"inputs[{i}]", "a Tensor or an array", x, TypeError)
+            validate.fail("gradcheck", f"inputs[{i}]", "a Tensor or an array", x, TypeError)
     if module is not None and not isinstance(module, Module):
-        _check.fail("gradcheck", "module", "a Module or None", module, TypeError)
-    _check.number("gradcheck", "eps", eps, low=0, low_open=True)
-    _check.number("gradcheck", "tol", tol, low=0, low_open=True)
-    _check.number("gradcheck", "atol", atol, low=0)
-    _check.integer("gradcheck", "max_sweep", max_sweep, low=0)
-    _check.integer("gradcheck", "n_directions", n_directions)
+        validate.fail("gradcheck", "module", "a Module or None", module, TypeError)
+    validate.number("gradcheck", "eps", eps, low=0, low_open=True)
+    validate.number("gradcheck", "tol", tol, low=0, low_open=True)
+    validate.number("gradcheck", "atol", atol, low=0)
+    validate.integer("gradcheck", "max_sweep", max_sweep, low=0)
+    validate.integer("gradcheck", "n_directions", n_directions)
 
 
 def gradcheck(fn, inputs, module=None, eps=1e-6, tol=TOLERANCE, atol=ATOL, seed=0,

@@ -6,15 +6,15 @@ fan_in of a weight of shape (out, in, *kernel) is in * prod(kernel).
 """
 import math
 
-from .. import _check as check
+from .. import validate
 from ..backend import host_module, host_rng
 
 
 def _checked(shape):
     """A weight shape: a non-empty tuple of sizes >= 1 (no division by a zero fan)."""
     if not isinstance(shape, tuple) or not shape:
-        check.fail("nn.init", "shape", "a non-empty tuple of sizes", shape, TypeError)
-    return tuple(check.integer("nn.init", "shape", n) for n in shape)
+        validate.fail("nn.init", "shape", "a non-empty tuple of sizes", shape, TypeError)
+    return tuple(validate.integer("nn.init", "shape", n) for n in shape)
 
 
 def fans(shape):
@@ -85,7 +85,7 @@ def torch_default(shape):
 
 
 def torch_default_bias(shape, fan_in):
-    check.integer("nn.init.torch_default_bias", "fan_in", fan_in)
+    validate.integer("nn.init.torch_default_bias", "fan_in", fan_in)
     bound = 1 / math.sqrt(fan_in)
     return uniform(shape, -bound, bound)
 
@@ -97,4 +97,4 @@ INITIALISERS = {"he_normal": he_normal, "he_uniform": he_uniform, "lecun_uniform
 
 def get(name, where="init.get"):
     """The initialiser called `name`; `where` names the layer that asked, for the error."""
-    return INITIALISERS[check.one_of(where, "init_weight", name, INITIALISERS)]
+    return INITIALISERS[validate.one_of(where, "init_weight", name, INITIALISERS)]

@@ -1,7 +1,7 @@
 """The standard layers: Linear, Conv2d, normalisation, dropout, activations, pooling."""
 from __future__ import annotations
 
-from .. import _check as check
+from .. import validate
 from .. import backend, ops
 from . import init
 from .module import Module, Parameter
@@ -12,9 +12,9 @@ class Linear(Module):
 
     def __init__(self, in_features, out_features, bias=True, init_weight="torch"):
         super().__init__()
-        in_features = check.integer("Linear", "in_features", in_features)
-        out_features = check.integer("Linear", "out_features", out_features)
-        check.flag("Linear", "bias", bias)
+        in_features = validate.integer("Linear", "in_features", in_features)
+        out_features = validate.integer("Linear", "out_features", out_features)
+        validate.flag("Linear", "bias", bias)
         self.in_features, self.out_features = in_features, out_features
         self.weight = Parameter(init.get(init_weight, "Linear")((out_features, in_features)))
         self.bias = Parameter(init.torch_default_bias((out_features,), in_features)) if bias else None
@@ -34,9 +34,9 @@ class Conv2d(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  bias=True, init_weight="torch"):
         super().__init__()
-        in_channels, out_channels, kernel_size, stride, padding = check.conv_arguments(
+        in_channels, out_channels, kernel_size, stride, padding = validate.conv_arguments(
             "Conv2d", in_channels, out_channels, kernel_size, stride, padding)
-        check.flag("Conv2d", "bias", bias)
+        validate.flag("Conv2d", "bias", bias)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
         shape = (out_channels, in_channels, kernel_size, kernel_size)
@@ -60,10 +60,10 @@ class _BatchNorm(Module):
     def __init__(self, num_features, shift=True, momentum=0.1, eps=1e-5):
         super().__init__()
         where = type(self).__name__
-        num_features = check.integer(where, "num_features", num_features)
-        check.flag(where, "shift", shift)
-        momentum = check.number(where, "momentum", momentum, low=0, high=1)
-        eps = check.number(where, "eps", eps, low=0, low_open=True)
+        num_features = validate.integer(where, "num_features", num_features)
+        validate.flag(where, "shift", shift)
+        momentum = validate.number(where, "momentum", momentum, low=0, high=1)
+        eps = validate.number(where, "eps", eps, low=0, low_open=True)
         self.num_features, self.shift, self.momentum, self.eps = num_features, shift, momentum, eps
         self.weight = Parameter(init.ones((num_features,)))
         self.bias = Parameter(init.zeros((num_features,))) if shift else None
@@ -99,14 +99,14 @@ class LayerNorm(Module):
 
     def __init__(self, shape, affine=True, eps=1e-5):
         super().__init__()
-        if check.is_int(shape):
+        if validate.is_int(shape):
             shape = (shape,)
         if not isinstance(shape, (tuple, list)) or not shape:
-            check.fail("LayerNorm", "shape", "an int or a non-empty tuple of ints", shape,
+            validate.fail("LayerNorm", "shape", "an int or a non-empty tuple of ints", shape,
                        TypeError)
-        self.shape = tuple(check.integer("LayerNorm", "shape", n) for n in shape)
-        check.flag("LayerNorm", "affine", affine)
-        eps = check.number("LayerNorm", "eps", eps, low=0, low_open=True)
+        self.shape = tuple(validate.integer("LayerNorm", "shape", n) for n in shape)
+        validate.flag("LayerNorm", "affine", affine)
+        eps = validate.number("LayerNorm", "eps", eps, low=0, low_open=True)
         self.affine, self.eps = affine, eps
         self.weight = Parameter(init.ones(self.shape)) if affine else None
         self.bias = Parameter(init.zeros(self.shape)) if affine else None
@@ -123,7 +123,7 @@ class LayerNorm(Module):
 class Dropout(Module):
     def __init__(self, p=0.5):
         super().__init__()
-        self.p = check.number("Dropout", "p", p, low=0, high=1, high_open=True)
+        self.p = validate.number("Dropout", "p", p, low=0, high=1, high_open=True)
 
     def forward(self, x):
         self.check_input(x, True, "any shape")
@@ -172,7 +172,7 @@ class GELU(_Elementwise):
 class LeakyReLU(Module):
     def __init__(self, slope=0.01):
         super().__init__()
-        self.slope = check.number("LeakyReLU", "slope", slope)
+        self.slope = validate.number("LeakyReLU", "slope", slope)
 
     def forward(self, x):
         self.check_input(x, True, "any shape")
@@ -185,7 +185,7 @@ class _Pool2d(Module):
 
     def __init__(self, k):
         super().__init__()
-        self.k = check.integer(type(self).__name__, "k", k)
+        self.k = validate.integer(type(self).__name__, "k", k)
 
     def forward(self, x):
         self.check_input(x, x.ndim == 4, "(B, C, H, W)")

@@ -17,7 +17,7 @@ requires grad (use nn.Parameter).
 """
 from __future__ import annotations
 
-from .. import _check as check
+from .. import validate
 from .. import backend
 from ..tensor import Tensor, get_default_dtype
 
@@ -30,7 +30,7 @@ class Parameter(Tensor):
     def __init__(self, data, dtype=None):
         array = backend.asarray(data, dtype=dtype or get_default_dtype())
         if array.dtype.kind != "f":  # only floats have gradients
-            check.fail("Parameter", "dtype", "floating", str(array.dtype), TypeError)
+            validate.fail("Parameter", "dtype", "floating", str(array.dtype), TypeError)
         super().__init__(array, requires_grad=True)
 
 
@@ -65,22 +65,22 @@ class Module:
         where = f"{type(self).__name__}.{name}"
         hidden = _unregistered(value)
         if hidden is not None:
-            check.fail(where, "the value", "what a Module registers (this would be missing "
+            validate.fail(where, "the value", "what a Module registers (this would be missing "
                        "from parameters(), the optimiser and state_dict): for modules, "
                        "nn.Sequential(*modules) or one attribute each; for a trained tensor, "
                        "nn.Parameter(...)", hidden, TypeError)
         if name in self._params and not isinstance(value, Parameter):
-            check.fail(where, "the new value", "an nn.Parameter (it is one of the "
+            validate.fail(where, "the new value", "an nn.Parameter (it is one of the "
                        "module's parameters: change its values with .data = ..., or build "
                        "the module without it)", _kind(value), TypeError)
         if name in self._modules and not isinstance(value, Module):
-            check.fail(where, "the new value", "a Module (it is a sub-module)", _kind(value),
+            validate.fail(where, "the new value", "a Module (it is a sub-module)", _kind(value),
                        TypeError)
         if name == "training":  # "False" would be truthy: dropout and batch norm train on
-            check.flag(where, "the new value", value)
+            validate.flag(where, "the new value", value)
         if name in self._buffers and not backend.is_array(value) and not (
                 value is None and name in self._optional):
-            check.fail(where, "the new value", "an array (it is a buffer, saved with the "
+            validate.fail(where, "the new value", "an array (it is a buffer, saved with the "
                        "model)", _kind(value), TypeError)
 
     def register_buffer(self, name: str, array, shape=None, cast=True) -> None:
@@ -91,7 +91,7 @@ class Module:
         leaves it in its own dtype (TMAF's breakpoints: values, not float32 state).
         """
         if not backend.is_array(array) and not (array is None and shape is not None):
-            check.fail(f"{type(self).__name__}.register_buffer", name, "an array (None only "
+            validate.fail(f"{type(self).__name__}.register_buffer", name, "an array (None only "
                        "for an optional buffer, with its shape)", _kind(array), TypeError)
         if shape is not None:
             self._optional[name] = tuple(shape)
@@ -132,7 +132,7 @@ class Module:
             p.grad = None
 
     def train(self, mode: bool = True) -> "Module":
-        check.flag(f"{type(self).__name__}.train", "mode", mode)
+        validate.flag(f"{type(self).__name__}.train", "mode", mode)
         for _, m in self.named_modules():
             object.__setattr__(m, "training", mode)
         return self
@@ -149,7 +149,7 @@ class Module:
         except TypeError:
             kind = None
         if kind != "f":
-            check.fail(where, "dtype", "a floating dtype ('float32', 'float64')", dtype,
+            validate.fail(where, "dtype", "a floating dtype ('float32', 'float64')", dtype,
                        TypeError)
         for _, m in self.named_modules():
             for p in m._params.values():

@@ -5,7 +5,7 @@ Tensor.backward sums them down to each input's own shape (tensor.sum_to).
 """
 import numbers
 
-from .. import _check as check
+from .. import validate
 from ..backend import get_array_module
 from ..function import Function
 
@@ -63,7 +63,7 @@ class Pow(Function):
 
     def __init__(self, c):
         if not isinstance(c, numbers.Real) or isinstance(c, bool):
-            check.fail("pow", "the exponent", "a real number (a constant; Tensor exponents "
+            validate.fail("pow", "the exponent", "a real number (a constant; Tensor exponents "
                        "are not supported)", c, TypeError)
         self.c = int(c) if isinstance(c, numbers.Integral) else float(c)
 

@@ -38,7 +38,7 @@ im2col and in the input gradient, about 3x slower for a 32-channel layer.)
 """
 import contextlib
 
-from .. import _check as check
+from .. import validate
 from .. import backend, buffers, threads
 from ..backend import get_array_module, host_module, sliding_window_view
 from ..function import Function
@@ -223,8 +223,8 @@ def _add_bias(product, b, out):
 
 class Conv2d(Function):
     def __init__(self, stride=1, padding=0):
-        self.stride = check.integer("conv2d", "stride", stride)  # 0 divided by zero
-        self.padding = check.integer("conv2d", "padding", padding, low=0)
+        self.stride = validate.integer("conv2d", "stride", stride)  # 0 divided by zero
+        self.padding = validate.integer("conv2d", "padding", padding, low=0)
 
     def forward(self, x, W, b=None):
         if x.ndim != 4 or W.ndim != 4 or x.shape[1] != W.shape[1]:

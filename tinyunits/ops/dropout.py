@@ -1,12 +1,12 @@
 """Inverted dropout: zero each input with probability p, scale the rest by 1/(1-p)."""
-from .. import _check as check
+from .. import validate
 from ..backend import device_uniform
 from ..function import Function, constant_dtype
 
 
 class Dropout(Function):
     def __init__(self, p):
-        self.p = check.number("dropout", "p", p, low=0, high=1, high_open=True)
+        self.p = validate.number("dropout", "p", p, low=0, high=1, high_open=True)
 
     def forward(self, x):
         dtype = constant_dtype(x.dtype, 1.0)  # an integer x's kept values are scaled too
@@ -20,5 +20,5 @@ class Dropout(Function):
 
 def dropout(x, p=0.5, training=True):
     # checked here too: p = NaN or training="no" would skip dropout without a word
-    p = check.number("dropout", "p", p, low=0, high=1, high_open=True)
-    return Dropout(p)(x) if check.flag("dropout", "training", training) and p > 0 else x
+    p = validate.number("dropout", "p", p, low=0, high=1, high_open=True)
+    return Dropout(p)(x) if validate.flag("dropout", "training", training) and p > 0 else x

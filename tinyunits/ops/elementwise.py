@@ -1,7 +1,7 @@
 """Elementwise functions and activations, each with its derivative beside it."""
 import math
 
-from .. import _check as check
+from .. import validate
 from .. import buffers, threads
 from ..backend import get_array_module
 from ..function import Function, constant_dtype
@@ -65,7 +65,7 @@ class ReLU(Function):
 
 class LeakyReLU(Function):
     def __init__(self, slope=0.01):
-        self.slope = check.number("leaky_relu", "slope", slope)  # NaN would make NaN outputs
+        self.slope = validate.number("leaky_relu", "slope", slope)  # NaN would make NaN outputs
 
     def forward(self, x):
         xp = get_array_module(x)

@@ -6,7 +6,7 @@ that has checked its whole data set once (fit, evaluate) passes its batches as
 CheckedLabels, which carry the data set's bound: the loss then compares that
 bound with the number of classes and reads nothing back.
 """
-from .. import _check as check
+from .. import validate
 from .. import backend
 from ..backend import get_array_module
 from ..function import Function
@@ -99,7 +99,7 @@ def cross_entropy(logits, labels):
     high = labels.high if isinstance(labels, CheckedLabels) else None
     labels = labels.data if isinstance(labels, Tensor) else labels
     if not backend.is_array(labels):
-        check.fail("cross_entropy", "labels", "a Tensor or an array of class indices",
+        validate.fail("cross_entropy", "labels", "a Tensor or an array of class indices",
                    labels, TypeError)
     # a copy: the labels are not an input of the graph, so a change to them before
     # backward would go unseen by the version counters (and give another loss's gradient)

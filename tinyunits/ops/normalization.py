@@ -9,7 +9,7 @@ With gxhat = g * gamma and averages taken over the normalised axes,
 BatchNorm normalises each feature over the batch (and H, W); LayerNorm each sample
 over its trailing axes. beta is optional: DAC nets use BatchNorm without it (BN').
 """
-from .. import _check as check
+from .. import validate
 from ..backend import get_array_module
 from ..function import Function
 
@@ -31,9 +31,9 @@ class BatchNorm(Function):
 
     def __init__(self, running_mean, running_var, training, momentum=0.1, eps=1e-5):
         self.running = running_mean, running_var
-        self.training = check.flag("batch_norm", "training", training)
-        self.momentum = check.number("batch_norm", "momentum", momentum, low=0, high=1)
-        self.eps = check.number("batch_norm", "eps", eps, low=0, low_open=True)  # 0: 0/0 = NaN
+        self.training = validate.flag("batch_norm", "training", training)
+        self.momentum = validate.number("batch_norm", "momentum", momentum, low=0, high=1)
+        self.eps = validate.number("batch_norm", "eps", eps, low=0, low_open=True)  # 0: 0/0 = NaN
 
     def forward(self, x, gamma, beta=None):
         self.axes = (0,) if x.ndim == 2 else (0, 2, 3)
@@ -73,12 +73,12 @@ class LayerNorm(Function):
     """Normalise over the last `n_axes` axes; gamma and beta (optional) have their shape."""
 
     def __init__(self, n_axes, eps=1e-5):
-        self.n_axes = check.integer("layer_norm", "n_axes", n_axes)
-        self.eps = check.number("layer_norm", "eps", eps, low=0, low_open=True)  # 0: 0/0 = NaN
+        self.n_axes = validate.integer("layer_norm", "n_axes", n_axes)
+        self.eps = validate.number("layer_norm", "eps", eps, low=0, low_open=True)  # 0: 0/0 = NaN
 
     def forward(self, x, gamma=None, beta=None):
         if self.n_axes > x.ndim:
-            check.fail("layer_norm", "n_axes", f"at most the input's {x.ndim} axes",
+            validate.fail("layer_norm", "n_axes", f"at most the input's {x.ndim} axes",
                        self.n_axes)
         self.axes = tuple(range(x.ndim - self.n_axes, x.ndim))
         self.xhat, self.inv_std, _, _ = _normalize(x, self.axes, self.eps)

@@ -7,7 +7,7 @@ position's gradient back through the same view. Every pass writes into its
 output (`out=`), so a step makes no temporaries, and the passes are split over
 the batch on the CPU threads (tinyunits.threads), each thread its own samples.
 """
-from .. import _check as check
+from .. import validate
 from .. import buffers, threads
 from ..backend import get_array_module
 from ..function import Function, constant_dtype
@@ -27,7 +27,7 @@ def _copy_laid_out_as(a, like):
 
 class _Pool(Function):
     def __init__(self, k):
-        self.k = check.integer(type(self).__name__, "k", k)  # 0 divided by zero
+        self.k = validate.integer(type(self).__name__, "k", k)  # 0 divided by zero
 
     def forward(self, x):
         if x.ndim != 4 or x.shape[2] < self.k or x.shape[3] < self.k:

@@ -4,7 +4,7 @@
 negative ones counting from the end. Each op turns it into a sorted tuple of
 non-negative axes before it reduces, and refuses a repeated or out-of-range axis.
 """
-from .. import _check as check
+from .. import validate
 from ..backend import get_array_module
 from ..function import Function
 
@@ -13,16 +13,16 @@ def _axes(where, axis, ndim):
     """None, or the axes as a sorted tuple of non-negative ints (checked)."""
     if axis is None:
         return None
-    axes = (axis,) if check.is_int(axis) else axis
-    if not isinstance(axes, (list, tuple)) or not all(check.is_int(a) for a in axes):
-        check.fail(where, "axis", "None, an int or a list or tuple of ints", axis, TypeError)
+    axes = (axis,) if validate.is_int(axis) else axis
+    if not isinstance(axes, (list, tuple)) or not all(validate.is_int(a) for a in axes):
+        validate.fail(where, "axis", "None, an int or a list or tuple of ints", axis, TypeError)
     for a in axes:
         if not -ndim <= a < ndim:
-            check.fail(where, "axis", f"in [-{ndim}, {ndim}) for a tensor with {ndim} axes",
+            validate.fail(where, "axis", f"in [-{ndim}, {ndim}) for a tensor with {ndim} axes",
                        axis)
     normal = sorted(a % ndim for a in axes)
     if len(set(normal)) != len(normal):
-        check.fail(where, "axis", "each axis once", axis)
+        validate.fail(where, "axis", "each axis once", axis)
     return tuple(normal)
 
 
@@ -39,7 +39,7 @@ class _Reduction(Function):
     name = None  # as the user calls it: errors name "sum", not "Sum"
 
     def __init__(self, axis=None, keepdims=False):
-        check.flag(self.name, "keepdims", keepdims)
+        validate.flag(self.name, "keepdims", keepdims)
         self.axis, self.keepdims = axis, keepdims
 
 

@@ -1,7 +1,7 @@
 """Ops that move data without arithmetic: reshape, transpose, indexing, concat, pad."""
 import itertools
 
-from .. import _check as check
+from .. import validate
 from ..backend import get_array_module, scatter_add
 from ..function import Function
 from ..tensor import Tensor
@@ -71,9 +71,9 @@ class Concatenate(Function):
 
     def forward(self, *xs):
         ndim = xs[0].ndim
-        if not check.is_int(self.axis) or not -ndim <= self.axis < max(ndim, 1):
-            check.fail("concatenate", "axis", f"an int in [{-ndim}, {ndim}) for tensors with "
-                       f"{ndim} axes", self.axis, ValueError if check.is_int(self.axis)
+        if not validate.is_int(self.axis) or not -ndim <= self.axis < max(ndim, 1):
+            validate.fail("concatenate", "axis", f"an int in [{-ndim}, {ndim}) for tensors with "
+                       f"{ndim} axes", self.axis, ValueError if validate.is_int(self.axis)
                        else TypeError)
         self.bounds = list(itertools.accumulate(x.shape[self.axis] for x in xs[:-1]))
         return get_array_module(xs[0]).concatenate(xs, axis=self.axis)

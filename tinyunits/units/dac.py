@@ -55,7 +55,7 @@ post-activation are dropped) and `out*in - in` additions per input position.
 """
 from __future__ import annotations
 
-from .. import _check as check
+from .. import validate
 from .. import buffers, threads
 from ..backend import block_elements, get_array_module
 from ..function import Function
@@ -252,7 +252,7 @@ def dac_conv2d(x, W, B, stride=1, padding=0, activation="relu"):
 
 # --------------------------------------------------------------------------- modules
 def _check_activation(layer: str, activation: str) -> None:
-    check.one_of(layer, "activation", activation, ACTIVATIONS)
+    validate.one_of(layer, "activation", activation, ACTIVATIONS)
 
 
 class DACLinear(Module):
@@ -261,8 +261,8 @@ class DACLinear(Module):
     def __init__(self, in_features, out_features, activation="relu"):
         super().__init__()
         _check_activation("DACLinear", activation)
-        in_features = check.integer("DACLinear", "in_features", in_features)
-        out_features = check.integer("DACLinear", "out_features", out_features)
+        in_features = validate.integer("DACLinear", "in_features", in_features)
+        out_features = validate.integer("DACLinear", "out_features", out_features)
         self.in_features, self.out_features, self.activation = in_features, out_features, activation
         self.weight = Parameter(init.he_normal((out_features, in_features)))
         self.bias = Parameter(init.zeros((out_features, in_features)))
@@ -284,7 +284,7 @@ class DACConv2d(Module):
                  activation="relu"):
         super().__init__()
         _check_activation("DACConv2d", activation)
-        in_channels, out_channels, kernel_size, stride, padding = check.conv_arguments(
+        in_channels, out_channels, kernel_size, stride, padding = validate.conv_arguments(
             "DACConv2d", in_channels, out_channels, kernel_size, stride, padding)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import math
 
-from .. import _check as check
+from .. import validate
 from .. import backend, threads
 from ..backend import get_array_module
 from ..function import Function
@@ -169,10 +169,10 @@ class FocusingLinear(Module):
 
     def __init__(self, in_features, out_features, mu_init="spread", sigma_init=0.025):
         super().__init__()
-        in_features = check.integer("FocusingLinear", "in_features", in_features)
-        out_features = check.integer("FocusingLinear", "out_features", out_features)
+        in_features = validate.integer("FocusingLinear", "in_features", in_features)
+        out_features = validate.integer("FocusingLinear", "out_features", out_features)
         self.in_features, self.out_features = in_features, out_features
-        check.number("FocusingLinear", "sigma_init", sigma_init, *SIGMA_RANGE)
+        validate.number("FocusingLinear", "sigma_init", sigma_init, *SIGMA_RANGE)
         np = backend.host_module()
         mu, sigma = self._initial_mu(mu_init), np.full(out_features, float(sigma_init))
         u = focus_coefficients(mu, sigma, in_features)[1]
@@ -190,17 +190,17 @@ class FocusingLinear(Module):
                 return np.linspace(0.2, 0.8, n)
             if mu_init == "middle":
                 return 0.5 + backend.host_rng().uniform(-0.025, 0.025, n)
-            check.fail("FocusingLinear", "mu_init", f"'spread', 'middle' or {n} centres",
+            validate.fail("FocusingLinear", "mu_init", f"'spread', 'middle' or {n} centres",
                        mu_init)
         try:
             mu = np.asarray(mu_init, dtype="float64")
         except (TypeError, ValueError):
-            check.fail("FocusingLinear", "mu_init", f"'spread', 'middle' or {n} centres",
+            validate.fail("FocusingLinear", "mu_init", f"'spread', 'middle' or {n} centres",
                        mu_init, TypeError)
         if mu.shape != (n,):
-            check.fail("FocusingLinear", "mu_init", f"{n} initial centres", f"shape {mu.shape}")
+            validate.fail("FocusingLinear", "mu_init", f"{n} initial centres", f"shape {mu.shape}")
         if not np.isfinite(mu).all():
-            check.fail("FocusingLinear", "mu_init", "finite centres", mu.tolist())
+            validate.fail("FocusingLinear", "mu_init", "finite centres", mu.tolist())
         return mu
 
     def forward(self, x):
@@ -228,7 +228,7 @@ class FocusingLinear(Module):
     def prune(self, threshold) -> float:
         """Zero the weights whose u < threshold (None: unprune); return the sparsity."""
         if threshold is not None:
-            check.number("FocusingLinear.prune", "threshold", threshold)
+            validate.number("FocusingLinear.prune", "threshold", threshold)
         if threshold is None:
             self.register_buffer("mask", None, self.weight.shape)
             return 0.0

@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import math
 
-from .. import _check as check
+from .. import validate
 from ..backend import get_array_module
 from ..function import Function
 from ..nn import init
@@ -140,13 +140,13 @@ class HanLayer(Module):
 
     def __init__(self, dim, bias=True, axis=-1, activation="abs"):
         super().__init__()
-        dim = check.integer("HanLayer", "dim", dim)
-        check.flag("HanLayer", "bias", bias)
-        check.integer("HanLayer", "axis", axis, low=-2 ** 31)
+        dim = validate.integer("HanLayer", "dim", dim)
+        validate.flag("HanLayer", "bias", bias)
+        validate.integer("HanLayer", "axis", axis, low=-2 ** 31)
         if axis == 0:
             raise ValueError(f"HanLayer: axis 0 is the batch axis; expected an axis >= 1 "
                              f"or < 0, got {axis}")
-        check.one_of("HanLayer", "activation", activation, ("abs", "relu"))
+        validate.one_of("HanLayer", "activation", activation, ("abs", "relu"))
         self.dim, self.axis, self.activation = dim, axis, activation
         direction = init.normal((dim,), 1.0)
         self.u = Parameter(direction / math.sqrt((direction ** 2).sum()))
@@ -171,8 +171,8 @@ class HanMixerBlock(Module):
 
     def __init__(self, num_tokens, channels):
         super().__init__()
-        num_tokens = check.integer("HanMixerBlock", "num_tokens", num_tokens)
-        channels = check.integer("HanMixerBlock", "channels", channels)
+        num_tokens = validate.integer("HanMixerBlock", "num_tokens", num_tokens)
+        channels = validate.integer("HanMixerBlock", "channels", channels)
         self.num_tokens, self.channels = num_tokens, channels
         self.token_1 = HanLayer(num_tokens, axis=1)
         self.token_2 = HanLayer(num_tokens, axis=1)

@@ -38,7 +38,7 @@ flow through a frozen f to the outer network by (8) and (9).
 """
 from __future__ import annotations
 
-from .. import _check as check
+from .. import validate
 from ..backend import get_array_module
 from ..function import Function
 from ..nn import init
@@ -111,14 +111,14 @@ class InnerNet(Module):
 
     def __init__(self, n_args=2, hidden=(64, 64), init_weight="torch"):
         super().__init__()
-        n_args = check.integer("InnerNet", "n_args", n_args)
-        if check.is_int(hidden):
+        n_args = validate.integer("InnerNet", "n_args", n_args)
+        if validate.is_int(hidden):
             hidden = (hidden,)
         if not isinstance(hidden, (tuple, list)) or not hidden:
-            check.fail("InnerNet", "hidden", "a non-empty tuple of layer sizes", hidden,
+            validate.fail("InnerNet", "hidden", "a non-empty tuple of layer sizes", hidden,
                        TypeError)
         self.n_args = n_args
-        self.hidden = tuple(check.integer("InnerNet", "hidden", h) for h in hidden)
+        self.hidden = tuple(validate.integer("InnerNet", "hidden", h) for h in hidden)
         sizes = (n_args,) + self.hidden + (1,)
         for l, (d_in, d_out) in enumerate(zip(sizes[:-1], sizes[1:])):
             setattr(self, f"weight_{l}", Parameter(init.get(init_weight, "InnerNet")((d_out, d_in))))

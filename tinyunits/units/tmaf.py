@@ -44,7 +44,7 @@ flat index i*(K+1) + bin, for all samples, positions and features at once.
 """
 from __future__ import annotations
 
-from .. import _check as check
+from .. import validate
 from .. import backend
 from ..backend import get_array_module
 from ..function import Function
@@ -226,10 +226,10 @@ class TMAF(Module):
                  negative_slope=0.01):
         super().__init__()
         where = f"TMAF(num_features={num_features}, kind={kind!r}, init={init!r})"
-        check.integer(where, "num_features", num_features)
-        check.one_of(where, "kind", kind, KINDS)
-        check.one_of(where, "init", init, INITS)
-        check.number(where, "negative_slope", negative_slope)
+        validate.integer(where, "num_features", num_features)
+        validate.one_of(where, "kind", kind, KINDS)
+        validate.one_of(where, "init", init, INITS)
+        validate.number(where, "negative_slope", negative_slope)
         s = _validate_breakpoints(breakpoints, where)
         self.num_features, self.kind, self.init = num_features, kind, init
         self.levels = Parameter(_initial_levels(init, s, num_features, negative_slope, where))

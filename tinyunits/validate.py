@@ -1,4 +1,4 @@
-"""Argument checks at the door, with one form of message for the whole library:
+"""Argument validation at the door, with one form of message for the whole library:
 
     "<Callable>: <argument> must be <expected>, got <what arrived>"
 
