@@ -131,7 +131,7 @@ def _check_marks(where: str, nodes: list, marks) -> dict:
         return {}
     if not isinstance(marks, dict):
         validate.fail(where, "marks", "a dict {Tensor or Function of the graph: text}", marks,
-                   TypeError)
+                      TypeError)
     known = {id(n) for n in nodes}
     for node, text in marks.items():
         if id(node) not in known:

@@ -32,12 +32,12 @@ def _parameter_groups(where, params) -> list:
     """A list of groups {"params": [Tensor, ...], ...} from a list of Tensors or of groups."""
     if isinstance(params, (Tensor, dict)):
         validate.fail(where, "params", "a list of parameters or of parameter groups",
-                   f"a single {type(params).__name__}", TypeError)
+                      f"a single {type(params).__name__}", TypeError)
     try:
         params = list(params)
     except TypeError:
         validate.fail(where, "params", "a list of parameters or of parameter groups",
-                   params, TypeError)
+                      params, TypeError)
     if not params:
         validate.fail(where, "params", "a non-empty list", params)
     groups = []
@@ -47,12 +47,12 @@ def _parameter_groups(where, params) -> list:
                        "'params')", g, TypeError)
         if isinstance(g["params"], Tensor):
             validate.fail(where, "a group's params", "a list of parameters",
-                       "a single Tensor", TypeError)
+                          "a single Tensor", TypeError)
         groups.append({**g, "params": list(g["params"])})
         for p in groups[-1]["params"]:
             if not isinstance(p, Tensor):
                 validate.fail(where, "params", "Tensors (e.g. model.parameters())",
-                           type(p).__name__, TypeError)
+                              type(p).__name__, TypeError)
     return groups
 
 
@@ -67,7 +67,7 @@ class Optimizer:
         seen = set()
         for g in self.param_groups:
             validate.unknown_keywords(f"{where} parameter group", g,
-                                   {"params", "initial_lr", *self.defaults})
+                                      {"params", "initial_lr", *self.defaults})
             self.check_hyper(g)
             for p in g["params"]:
                 if p.creator is not None:  # a step would change a copy the model never reads
@@ -76,7 +76,7 @@ class Optimizer:
                                f"{type(p.creator).__name__}", ValueError)
                 if id(p) in seen:  # it would be updated twice per step
                     validate.fail(where, "params", "each parameter once (across all groups)",
-                               f"{type(p).__name__} of shape {tuple(p.shape)} listed twice")
+                                  f"{type(p).__name__} of shape {tuple(p.shape)} listed twice")
                 seen.add(id(p))
             g.setdefault("initial_lr", g["lr"])
         self.state: dict = {}  # id(param) -> that parameter's buffers
@@ -151,7 +151,7 @@ class Optimizer:
             return _number(value)  # an int stays one (Adam's step count)
         if value.dtype.kind not in "fiu" or tuple(value.shape) != tuple(p.shape):
             validate.fail(where, key, f"a number or a numeric array of its parameter's shape "
-                       f"{tuple(p.shape)}", f"{value.dtype} of shape {tuple(value.shape)}")
+                          f"{tuple(p.shape)}", f"{value.dtype} of shape {tuple(value.shape)}")
         value = backend.asarray(value, dtype=p.dtype)
         if not get_array_module(value).isfinite(value).all().item():
             validate.fail(where, key, "finite values", "NaN or inf")
@@ -239,7 +239,7 @@ class _Scheduler:
     def __init__(self, optimizer, gamma):
         if not isinstance(optimizer, Optimizer):
             validate.fail(type(self).__name__, "optimizer", "an optimiser (SGD, Adam, AdamW)",
-                       optimizer, TypeError)
+                          optimizer, TypeError)
         self.optimizer, self.count = optimizer, 0
         self.gamma = validate.number(type(self).__name__, "gamma", gamma, low=0, low_open=True)
 
@@ -281,7 +281,7 @@ class MultiStepLR(_Scheduler):
         super().__init__(optimizer, gamma)
         if isinstance(milestones, (str, bytes)) or not hasattr(milestones, "__iter__"):
             validate.fail("MultiStepLR", "milestones", "a list of ints >= 1", milestones,
-                       TypeError)
+                          TypeError)
         self.milestones = sorted(validate.integer("MultiStepLR", "milestones", m)
                                  for m in milestones)
 

@@ -44,8 +44,8 @@ def run_of(model, optimizer, scheduler, data, **settings) -> dict:
     for name, obj in (("optimizer", optimizer), ("scheduler", scheduler)):
         if obj is not None and not callable(getattr(obj, "load_state_dict", None)):
             validate.fail("fit", name, "an object with state_dict() and load_state_dict() when "
-                       "backup is given (the optimisers and schedulers of tinyunits.optim)",
-                       obj, TypeError)
+                          "backup is given (the optimisers and schedulers of tinyunits.optim)",
+                          obj, TypeError)
     state = model.state_dict()
     run = dict(model=[type(m).__name__ for _, m in model.named_modules()],
                shapes={k: list(v.shape) for k, v in state.items()},

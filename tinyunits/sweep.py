@@ -436,7 +436,7 @@ def backup_path(part=None):
     if part is not None:
         if not isinstance(part, str) or not part.isidentifier():
             validate.fail("sweep.backup_path", "part", "None or a name (letters, digits, _)",
-                       part, TypeError if not isinstance(part, str) else ValueError)
+                          part, TypeError if not isinstance(part, str) else ValueError)
         path = f"{path[:-len('.npz')]}-{part}.npz"
     os.makedirs(os.path.dirname(path), exist_ok=True)
     return path
@@ -526,8 +526,8 @@ def _importable(fn, where):
         target = getattr(target, part, None)
     if module in (None, "__main__") or target is not fn:
         validate.fail(where, "fn", "a top-level function of an importable module when timeout is "
-                   "set (each trial then runs in a process of its own, which imports fn by "
-                   "name)", fn, TypeError)
+                      "set (each trial then runs in a process of its own, which imports fn by "
+                      "name)", fn, TypeError)
     return module, qualname
 
 
@@ -733,7 +733,7 @@ def adopt(name, fn, store="sweeps.sqlite", verify=3):
                                         or isinstance(verify, list) and verify
                                         and all(isinstance(v, dict) for v in verify)):
         validate.fail(where, "verify", "an int >= 1 or a non-empty list of settings dicts",
-                   verify, TypeError)
+                      verify, TypeError)
     code = _identity_here(fn)
     db = _open(store, where, write=True)
     try:

@@ -48,13 +48,13 @@ def accuracy(logits: Tensor, labels) -> float:
     labels = labels.data if isinstance(labels, Tensor) else labels
     if not isinstance(logits, Tensor) or logits.ndim != 2 or not logits.shape[0]:
         validate.fail("accuracy", "logits", "a Tensor (N, classes) with N >= 1",
-                   getattr(logits, "shape", type(logits).__name__))
+                      getattr(logits, "shape", type(logits).__name__))
     if not backend.is_array(labels) or labels.dtype.kind not in "iu":
         validate.fail("accuracy", "labels", "an integer array",
-                   getattr(labels, "dtype", type(labels).__name__), TypeError)
+                      getattr(labels, "dtype", type(labels).__name__), TypeError)
     if tuple(labels.shape) != tuple(logits.shape[:1]):
         validate.fail("accuracy", "labels", f"of shape ({logits.shape[0]},) for logits "
-                   f"{tuple(logits.shape)}", tuple(labels.shape))
+                      f"{tuple(logits.shape)}", tuple(labels.shape))
     return (logits.data.argmax(axis=1) == labels).mean().item()
 
 
@@ -65,7 +65,7 @@ def _model_dtype(where, model):
     dtypes = sorted({str(p.dtype) for p in parameters})
     if len(dtypes) > 1:
         validate.fail(where, "model", "of one floating dtype (cast it with model.astype), "
-                   "since the data are cast to it", f"parameters of dtypes {dtypes}")
+                      "since the data are cast to it", f"parameters of dtypes {dtypes}")
     return dtypes[0] if dtypes else get_default_dtype()
 
 
@@ -85,14 +85,14 @@ def _check_data(where, name, data, dtype):
             validate.fail(where, f"{name} {part}", "an array", type(a).__name__, TypeError)
         if a.ndim == 0 or a.dtype.kind not in "fiu":
             validate.fail(where, f"{name} {part}", "a numeric array with a row axis",
-                       f"{a.dtype} of shape {tuple(a.shape)}", TypeError)
+                          f"{a.dtype} of shape {tuple(a.shape)}", TypeError)
         if a.dtype.kind == "f" and not backend.get_array_module(a).isfinite(a).all().item():
             validate.fail(where, f"{name} {part}", "finite (no NaN or inf)", "non-finite values")
         floating = a.dtype.kind == "f" and a.size
         largest = backend.get_array_module(a).abs(a).max().item() if floating else 0
         if largest > limit:
             validate.fail(where, f"{name} {part}", f"within the range of the model's {dtype} "
-                       f"(|values| <= {limit:.3g}; they are cast to it)", largest)
+                          f"(|values| <= {limit:.3g}; they are cast to it)", largest)
     X, y = data
     if len(X) == 0:
         validate.fail(where, f"{name} X", "non-empty", f"shape {tuple(X.shape)}")

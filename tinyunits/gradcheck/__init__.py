@@ -90,7 +90,7 @@ def _check_arguments(fn, inputs, module, eps, tol, atol, max_sweep, n_directions
     from ..nn import Module
     if not callable(fn):
         validate.fail("gradcheck", "fn", "a function of the inputs returning a Tensor", fn,
-                    TypeError)
+                      TypeError)
     if not isinstance(inputs, (list, tuple)):
         validate.fail("gradcheck", "inputs", "a list of Tensors or arrays", inputs, TypeError)
     for i, x in enumerate(inputs):

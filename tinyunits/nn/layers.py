@@ -103,7 +103,7 @@ class LayerNorm(Module):
             shape = (shape,)
         if not isinstance(shape, (tuple, list)) or not shape:
             validate.fail("LayerNorm", "shape", "an int or a non-empty tuple of ints", shape,
-                       TypeError)
+                          TypeError)
         self.shape = tuple(validate.integer("LayerNorm", "shape", n) for n in shape)
         validate.flag("LayerNorm", "affine", affine)
         eps = validate.number("LayerNorm", "eps", eps, low=0, low_open=True)

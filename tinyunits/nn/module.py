@@ -75,7 +75,7 @@ class Module:
                        "the module without it)", _kind(value), TypeError)
         if name in self._modules and not isinstance(value, Module):
             validate.fail(where, "the new value", "a Module (it is a sub-module)", _kind(value),
-                       TypeError)
+                          TypeError)
         if name == "training":  # "False" would be truthy: dropout and batch norm train on
             validate.flag(where, "the new value", value)
         if name in self._buffers and not backend.is_array(value) and not (
@@ -150,7 +150,7 @@ class Module:
             kind = None
         if kind != "f":
             validate.fail(where, "dtype", "a floating dtype ('float32', 'float64')", dtype,
-                       TypeError)
+                          TypeError)
         for _, m in self.named_modules():
             for p in m._params.values():
                 p.data = p.data.astype(dtype)

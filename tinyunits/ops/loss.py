@@ -100,7 +100,7 @@ def cross_entropy(logits, labels):
     labels = labels.data if isinstance(labels, Tensor) else labels
     if not backend.is_array(labels):
         validate.fail("cross_entropy", "labels", "a Tensor or an array of class indices",
-                   labels, TypeError)
+                      labels, TypeError)
     # a copy: the labels are not an input of the graph, so a change to them before
     # backward would go unseen by the version counters (and give another loss's gradient)
     return SoftmaxCrossEntropy(labels.copy(), high)(logits)

@@ -79,7 +79,7 @@ class LayerNorm(Function):
     def forward(self, x, gamma=None, beta=None):
         if self.n_axes > x.ndim:
             validate.fail("layer_norm", "n_axes", f"at most the input's {x.ndim} axes",
-                       self.n_axes)
+                          self.n_axes)
         self.axes = tuple(range(x.ndim - self.n_axes, x.ndim))
         self.xhat, self.inv_std, _, _ = _normalize(x, self.axes, self.eps)
         self.gamma = gamma

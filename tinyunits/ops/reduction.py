@@ -19,7 +19,7 @@ def _axes(where, axis, ndim):
     for a in axes:
         if not -ndim <= a < ndim:
             validate.fail(where, "axis", f"in [-{ndim}, {ndim}) for a tensor with {ndim} axes",
-                       axis)
+                          axis)
     normal = sorted(a % ndim for a in axes)
     if len(set(normal)) != len(normal):
         validate.fail(where, "axis", "each axis once", axis)

@@ -73,8 +73,8 @@ class Concatenate(Function):
         ndim = xs[0].ndim
         if not validate.is_int(self.axis) or not -ndim <= self.axis < max(ndim, 1):
             validate.fail("concatenate", "axis", f"an int in [{-ndim}, {ndim}) for tensors with "
-                       f"{ndim} axes", self.axis, ValueError if validate.is_int(self.axis)
-                       else TypeError)
+                          f"{ndim} axes", self.axis, ValueError if validate.is_int(self.axis)
+                          else TypeError)
         self.bounds = list(itertools.accumulate(x.shape[self.axis] for x in xs[:-1]))
         return get_array_module(xs[0]).concatenate(xs, axis=self.axis)
 

@@ -191,12 +191,12 @@ class FocusingLinear(Module):
             if mu_init == "middle":
                 return 0.5 + backend.host_rng().uniform(-0.025, 0.025, n)
             validate.fail("FocusingLinear", "mu_init", f"'spread', 'middle' or {n} centres",
-                       mu_init)
+                          mu_init)
         try:
             mu = np.asarray(mu_init, dtype="float64")
         except (TypeError, ValueError):
             validate.fail("FocusingLinear", "mu_init", f"'spread', 'middle' or {n} centres",
-                       mu_init, TypeError)
+                          mu_init, TypeError)
         if mu.shape != (n,):
             validate.fail("FocusingLinear", "mu_init", f"{n} initial centres", f"shape {mu.shape}")
         if not np.isfinite(mu).all():

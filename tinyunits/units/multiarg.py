@@ -116,7 +116,7 @@ class InnerNet(Module):
             hidden = (hidden,)
         if not isinstance(hidden, (tuple, list)) or not hidden:
             validate.fail("InnerNet", "hidden", "a non-empty tuple of layer sizes", hidden,
-                       TypeError)
+                          TypeError)
         self.n_args = n_args
         self.hidden = tuple(validate.integer("InnerNet", "hidden", h) for h in hidden)
         sizes = (n_args,) + self.hidden + (1,)
