@@ -23,8 +23,12 @@ a verdict may read (lessons/verdicts.py holds the verdicts' rules; lessons/closi
 functions that add each lesson's rows, so that a lesson calls one per claim).
 
 Importing this module also
-- puts the checkout on sys.path (datasets.py and tinyunits from this checkout), and
-  imports tinyunits before the lesson imports NumPy (tinyunits/__init__.py says why);
+- puts the checkout on sys.path (datasets.py and tinyunits from this checkout);
+- tunes this process for training, as a program may and a library must not: OpenBLAS's
+  idle threads sleep after 2^22 cycles instead of spinning for 2^28 (set before NumPy
+  loads OpenBLAS; tinyunits' own threads otherwise wait for a core at every hand-off on
+  a busy machine), and glibc keeps a step's freed memory for the next
+  (tinyunits.fast.steady_allocator);
 - draws figures off-screen (Agg) unless a notebook kernel chose a backend.
 """
 import argparse
@@ -35,7 +39,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 os.environ.setdefault("MPLBACKEND", "Agg")
-import tinyunits  # noqa: E402,F401 - before the lesson's NumPy: it sets OpenBLAS's thread spin
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "22")
+import tinyunits  # noqa: E402
+
+tinyunits.fast.steady_allocator()
 
 MODES = ("tiny", "quick", "full")
 STORE = os.path.join(ROOT, "lessons", "results", "sweeps.sqlite")  # the --full sweeps' results

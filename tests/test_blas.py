@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import threadpoolctl
 
-from tinyunits import backend, blas
+from tinyunits import backend
+from tinyunits.fast import blas
 
 SIZES = (1, 31, 33, 10_001, 627_201)  # a vector kernel's tail, BLAS's threading threshold
 

@@ -7,7 +7,8 @@ import pytest
 import threadpoolctl
 
 import tinyunits as tu
-from tinyunits import backend, buffers, ops, threads
+from tinyunits import backend, ops
+from tinyunits.fast import buffers, threads
 from tinyunits.ops import conv
 
 SHAPES = [  # (B, C, H, W, out, k, padding)

@@ -9,7 +9,7 @@ import pytest
 import threadpoolctl
 
 import tinyunits as tu
-from tinyunits import threads
+from tinyunits.fast import threads
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPORT = ("import os, threadpoolctl, tinyunits as tu; "
@@ -66,27 +66,22 @@ def test_a_lesson_leaves_the_thread_count_alone():
 
 # --------------------------------------------------------------------------- allocator
 STEP = ("import resource, numpy as np, tinyunits\n"
+        "steady = tinyunits.fast.steady_allocator()\n"
         "def step():\n"
         "    arrays = [np.ones(2 ** 18) for _ in range(40)]  # 80 MB made, then freed\n"
         "step(); step()\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
         "for _ in range(5): step()\n"
         "faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before\n"
-        "print(tinyunits.buffers.STEADY, faults // 5)")
+        "print(steady, faults // 5)")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
-def test_a_step_does_not_fault_its_memory_in_again():
-    """glibc hands a step's freed memory back to the kernel; tinyunits keeps it."""
+def test_steady_allocator_keeps_a_steps_memory_when_asked():
+    """glibc hands a step's freed memory back to the kernel; steady_allocator() keeps it,
+    unless the environment already says how glibc should behave."""
     steady, faults = run_python(STEP)
     assert steady == "True" and int(faults) < 1000, faults  # 80 MB would be ~20000 faults
     for env in (dict(TINYUNITS_MALLOC="default"), dict(MALLOC_TRIM_THRESHOLD_="131072")):
         steady, faults = run_python(STEP, **env)
         assert steady == "False" and int(faults) > 10000, (env, faults)  # left as it is
-
-
-def test_openblas_threads_spin_briefly_when_idle_if_tinyunits_comes_first():
-    timeout = "import os; print(os.environ.get('OPENBLAS_THREAD_TIMEOUT'))"
-    assert run_python("import tinyunits; " + timeout) == ["22"]
-    assert run_python("import numpy, tinyunits; " + timeout) == ["None"]  # too late to ask
-    assert run_python("import tinyunits; " + timeout, OPENBLAS_THREAD_TIMEOUT="20") == ["20"]

@@ -8,7 +8,8 @@ import pytest
 import threadpoolctl
 
 import tinyunits as tu
-from tinyunits import backend, ops, threads
+from tinyunits import backend, ops
+from tinyunits.fast import threads
 from tinyunits.units.dac import DACLinearFn
 
 

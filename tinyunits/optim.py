@@ -24,7 +24,7 @@ import math
 from . import validate
 from . import backend
 from .backend import get_array_module
-from .blas import axpy
+from .fast.blas import axpy
 from .tensor import Tensor, no_grad
 
 

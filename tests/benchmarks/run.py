@@ -7,9 +7,8 @@
 
 What users get: each side runs in a process of its own, started with nothing set
 (no thread count, no allocator setting), so each library takes its own defaults:
-tinyunits and PyTorch both use the cores this process may use; glibc's allocator
-is as tinyunits sets it on import on our side (tinyunits.buffers), as it is on
-PyTorch's. A step is forward + backward + optimiser step, float32
+tinyunits and PyTorch both use the cores this process may use, and glibc's allocator
+is as the process starts on both sides (importing tinyunits tunes nothing). A step is forward + backward + optimiser step, float32
 (rows E1, E2: one epoch). The parent alternates the two processes: in each round
 each side runs back to back for about `--round-seconds` (who goes first alternates,
 with a short pause between them so that one library's idle threads have stopped
@@ -301,15 +300,9 @@ class Side:
     """A side's process, asked for timings one request at a time."""
 
     def __init__(self, row_id, side, args):
-        env = dict(os.environ)
-        if side == "ref" and row_id not in OURS_REFERENCE:
-            # PyTorch's process imports tinyunits only for the initial weights: glibc as
-            # a PyTorch user has it, not as importing tinyunits sets it (tinyunits.buffers)
-            env["TINYUNITS_MALLOC"] = "default"
         self.proc = subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "--worker", row_id, side,
-             *settings_flags(args)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-            env=env)
+             *settings_flags(args)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.first = self._read()
 
     def _read(self):

@@ -39,7 +39,8 @@ im2col and in the input gradient, about 3x slower for a 32-channel layer.)
 import contextlib
 
 from .. import validate
-from .. import backend, buffers, threads
+from .. import backend
+from ..fast import buffers, threads
 from ..backend import get_array_module, host_module, sliding_window_view
 from ..function import Function
 

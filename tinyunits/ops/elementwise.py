@@ -2,7 +2,7 @@
 import math
 
 from .. import validate
-from .. import buffers, threads
+from ..fast import buffers, threads
 from ..backend import get_array_module
 from ..function import Function, constant_dtype
 

@@ -8,7 +8,7 @@ output (`out=`), so a step makes no temporaries, and the passes are split over
 the batch on the CPU threads (tinyunits.threads), each thread its own samples.
 """
 from .. import validate
-from .. import buffers, threads
+from ..fast import buffers, threads
 from ..backend import get_array_module
 from ..function import Function, constant_dtype
 from .reduction import mean

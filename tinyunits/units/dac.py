@@ -56,7 +56,7 @@ post-activation are dropped) and `out*in - in` additions per input position.
 from __future__ import annotations
 
 from .. import validate
-from .. import buffers, threads
+from ..fast import buffers, threads
 from ..backend import block_elements, get_array_module
 from ..function import Function
 from ..nn import init

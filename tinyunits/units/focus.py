@@ -62,7 +62,8 @@ from __future__ import annotations
 import math
 
 from .. import validate
-from .. import backend, threads
+from .. import backend
+from ..fast import threads
 from ..backend import get_array_module
 from ..function import Function
 from ..nn.module import Module, Parameter

@@ -33,7 +33,7 @@ import ctypes
 import functools
 import os
 
-from . import backend
+from .. import backend
 
 # NumPy 2 wheels' names, then NumPy 1 wheels'
 NAMES = ("scipy_cblas_{t}axpy64_", "cblas_{t}axpy64_")

@@ -36,8 +36,8 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from . import validate
-from . import backend
+from .. import validate
+from .. import backend
 
 ENV = ("TINYUNITS_NUM_THREADS", "OMP_NUM_THREADS")
 
@@ -90,7 +90,17 @@ def blas_serial(like):
     if get_num_threads() == 1 or not on_host(like):
         yield
         return
-    limiter = _blas().limit(limits=1)
+    with blas_limited(1):
+        yield
+
+
+@contextlib.contextmanager
+def blas_limited(n: int = 1):
+    """BLAS (OpenBLAS, MKL, ...: whichever NumPy loaded) on at most n threads inside the
+    block: for code on threads of its own, and for a sweep's trials, whose results must
+    not depend on the machine's cores (OpenBLAS sums some products in another order on
+    2 threads than on 1)."""
+    limiter = _blas().limit(limits=validate.integer("blas_limited", "n", n))
     try:
         yield
     finally:

@@ -28,12 +28,13 @@ and glibc's defaults make a training loop pay for them again every step: a freed
 block at the top of its heap is handed back to the kernel once more than twice the
 largest recent block is free, which is the case at the end of every step, and the
 next step faults the pages in again (20 HanLayers at batch 512: 5600 page faults
-and 22 ms of CPU a step, against 9 ms without). So, on glibc, importing tinyunits
-sets its thresholds as a caching allocator would (`steady_allocator`): blocks up
-to 32 MB come from the heap, and up to 256 MB of free heap is kept for the next
-step. Peak memory is unchanged; the memory a finished step freed stays with the
-process. A MALLOC_*_ variable of glibc's in the environment, or
-TINYUNITS_MALLOC=default, leaves glibc as it is.
+and 22 ms of CPU a step, against 9 ms without). `steady_allocator()` sets glibc's
+thresholds as a caching allocator would: blocks up to 32 MB come from the heap, and
+up to 256 MB of free heap is kept for the next step. Peak memory is unchanged; the
+memory a finished step freed stays with the process. It changes the whole process,
+so it is never done on import: a program calls it (the lessons do). A MALLOC_*_
+variable of glibc's in the environment, or TINYUNITS_MALLOC=default, leaves glibc
+as it is.
 """
 from __future__ import annotations
 
@@ -44,8 +45,8 @@ import os
 import sys
 import threading
 
-from . import backend
-from .backend import get_array_module
+from .. import backend
+from ..backend import get_array_module
 
 LIMIT = 64 * 2 ** 20  # bytes of free buffers kept (a few layers' chunks)
 MIN_BYTES = 2 ** 16  # smaller arrays cost the allocator little: not kept
@@ -141,5 +142,3 @@ def steady_allocator() -> bool:
     return mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and \
         mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
 
-
-STEADY = steady_allocator()
