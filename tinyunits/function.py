@@ -30,15 +30,20 @@ from .backend import ensure_array
 from .tensor import Tensor, _Config, _Version
 
 
-class Function:
-    inputs = None  # set while this node is part of a live graph
-    view = False  # True where forward returns a view of inputs[0]: they share a version
-    # reference class -> a faster subclass that computes the same gradients. The book
-    # holds only references; tinyunits.fast fills this (and its tests compare the two).
+class Replaceable:
+    """A class of the book that tinyunits.fast may replace by a faster subclass computing
+    the same numbers: calling the reference then builds that drop-in. The book holds only
+    references; `drop_ins` (reference -> drop-in) is filled by tinyunits.fast."""
+
     drop_ins: dict = {}
 
     def __new__(cls, *args, **kwargs):
-        return object.__new__(Function.drop_ins.get(cls, cls))
+        return object.__new__(Replaceable.drop_ins.get(cls, cls))
+
+
+class Function(Replaceable):
+    inputs = None  # set while this node is part of a live graph
+    view = False  # True where forward returns a view of inputs[0]: they share a version
 
     def __call__(self, *inputs) -> Tensor:
         # This runs for every op of every step, so it is kept to plain loops: the

@@ -4,10 +4,10 @@ The book (tensor, function, ops, units, nn, ...) holds each op and unit as its
 equations and nothing else. What exists only for speed lives here: CPU threads
 (threads.py), scratch buffers reused from step to step (buffers.py), BLAS's axpy for
 the optimisers (blas.py), and the drop-ins that use them. A drop-in subclasses its
-reference Function and computes the same gradients; `DROP_INS` below is the one
-place that says which replaces which, and importing tinyunits installs them
-(`Function.drop_ins`). tests/fast/ checks each against its reference on NumPy and
-on the strict backend.
+reference (a Function, or an optimiser) and computes the same numbers; `DROP_INS`
+below is the one place that says which replaces which, and importing tinyunits
+installs them (`Replaceable.drop_ins`, tinyunits/function.py). tests/test_fast_*.py
+check each against its reference, on NumPy and on the strict backend.
 
     with tinyunits.fast.disabled():   # the references only, e.g. to compare
         ...
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ..function import Function
+from ..function import Replaceable
 from .buffers import steady_allocator
 from .threads import available_cores, blas_limited, get_num_threads, set_num_threads
 
@@ -31,18 +31,18 @@ DROP_INS: dict = {}
 
 def install() -> None:
     """Make every reference in DROP_INS build its drop-in (what importing tinyunits does)."""
-    Function.drop_ins.update(DROP_INS)
+    Replaceable.drop_ins.update(DROP_INS)
 
 
 @contextlib.contextmanager
 def disabled():
-    """Inside this block every Function is its reference (process-wide, not per thread)."""
-    saved = dict(Function.drop_ins)
-    Function.drop_ins.clear()
+    """Inside this block every op, unit and optimiser is its reference (process-wide)."""
+    saved = dict(Replaceable.drop_ins)
+    Replaceable.drop_ins.clear()
     try:
         yield
     finally:
-        Function.drop_ins.update(saved)
+        Replaceable.drop_ins.update(saved)
 
 
 __all__ = ["DROP_INS", "install", "disabled", "steady_allocator", "available_cores",
