@@ -28,6 +28,7 @@ import hashlib
 import json
 import math
 import os
+import time
 
 from . import validate
 from . import backend, serialization
@@ -35,6 +36,58 @@ from . import backend, serialization
 _RUN = "fit"  # the key of the run's JSON (its identity, epoch, history, generators)
 _PARTS = ("model", "optimizer", "scheduler", "best")
 INTERVAL = 300.0  # seconds of training between two backups within an epoch
+
+
+class Backups:
+    """The backups of one fit at `path`, or none where path is None: resume() takes the run
+    up where its backup left it, within_epoch() and end_of_epoch() write one, remove()
+    deletes it when the run is done. best: fit's early stopping, whose score, weights and
+    epochs waited a backup holds; settings: the run's, as run_of takes them."""
+
+    def __init__(self, path, model, optimizer, scheduler, history, best, steps, data,
+                 **settings):
+        self.clock = self.written = time.perf_counter()  # the training's seconds start
+        self.path, self.spent, self.best = path, 0.0, best
+        self.parts = model, optimizer, scheduler, history
+        self.steps, self.epochs = steps, settings["epochs"]
+        self.run = None if path is None else run_of(model, optimizer, scheduler, data,
+                                                    **settings)
+
+    def resume(self, order):
+        """Load the backup, if there is one, into the run's parts, `order` (the batch
+        generator) and best -> (the first epoch to train, (steps, summed loss, rows) of it
+        done)."""
+        model, optimizer, scheduler, history = self.parts
+        saved = None if self.path is None else read(self.path, self.run, model, optimizer,
+                                                    scheduler, order, history)
+        if saved is None:
+            return 0, (0, 0.0, 0)
+        first, within, self.spent, best = saved
+        self.best.score, self.best.weights, self.best.waited = best
+        return first, within
+
+    def within_epoch(self, epoch, within, order):
+        """Back up the run `within` (steps, summed loss, rows) epoch `epoch` once INTERVAL
+        seconds have passed since the last backup; not after its last step, which the
+        epoch's end backs up. order: the batch generator's state before it drew the epoch."""
+        if (self.path is not None and within[0] < self.steps
+                and time.perf_counter() - self.written >= INTERVAL):
+            self._write(epoch, within, order)
+
+    def end_of_epoch(self, epochs_done, order):
+        """Back up the run after `epochs_done` epochs, unless they are all of them."""
+        if self.path is not None and epochs_done < self.epochs:
+            self._write(epochs_done, (0, 0.0, 0), order)
+
+    def _write(self, epoch, within, order):
+        write(self.path, self.run, *self.parts, epoch, within, order,
+              self.spent + time.perf_counter() - self.clock,
+              (self.best.score, self.best.weights, self.best.waited))
+        self.written = time.perf_counter()
+
+    def remove(self):
+        if self.path is not None:
+            remove(self.path)
 
 
 def run_of(model, optimizer, scheduler, data, **settings) -> dict:

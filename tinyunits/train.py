@@ -21,13 +21,11 @@ every batch's labels back from the device.
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 import math
 import numbers
 import os
 import sys
-import time
 
 from . import validate
 from . import backend, resume
@@ -204,6 +202,69 @@ def _name(fn):
     return None if fn is None else getattr(fn, "__qualname__", type(fn).__name__)
 
 
+def _check_settings(model, loss_fn, optimizer, scheduler, metric, after_step, val_data, epochs,
+                    batch_size, patience, seed, shuffle, backup, progress):
+    """fit's arguments other than the data -> (epochs, batch_size) as ints."""
+    validate.callables("fit", model=model, metric=metric, after_step=after_step)
+    if not callable(loss_fn):
+        validate.fail("fit", "loss_fn", "callable", loss_fn, TypeError)
+    for name, obj in (("optimizer", optimizer), ("scheduler", scheduler)):
+        if (obj is not None or name == "optimizer") and not callable(getattr(obj, "step", None)):
+            validate.fail("fit", name, "an object with a step() method", obj, TypeError)
+    epochs = validate.integer("fit", "epochs", epochs, low=0)
+    batch_size = validate.integer("fit", "batch_size", batch_size)
+    if patience is not None:
+        validate.integer("fit", "patience", patience)
+    for name, value in (("patience", patience), ("metric", metric)):
+        if value is not None and val_data is None:
+            validate.fail("fit", name, "None when val_data is None (it acts on the validation "
+                          "scores)", value)
+    validate.integer("fit", "seed", seed, low=0)
+    validate.flag("fit", "shuffle", shuffle)
+    if backup is not None and not isinstance(backup, (str, os.PathLike)):
+        validate.fail("fit", "backup", "a file path or None", backup, TypeError)
+    if backup is not None and (os.path.isdir(backup) or not os.path.isdir(
+            os.path.dirname(os.path.abspath(backup)))):
+        validate.fail("fit", "backup", "a file in an existing folder", os.fspath(backup))
+    if progress is not None:
+        validate.flag("fit", "progress", progress)
+    return epochs, batch_size
+
+
+def _finite(value, epoch, step):
+    """The loss value, once it is known to be finite: a NaN or infinite loss would go on
+    to train on garbage."""
+    if not math.isfinite(value):
+        raise FloatingPointError(f"fit: loss became {value} at epoch {epoch + 1}, step "
+                                 f"{step + 1}; lower the learning rate or check the data")
+    return value
+
+
+class _EarlyStopping:
+    """The best epoch so far (the highest validation score; in history.best_epoch) and the
+    epochs since it; with patience, also its weights, and whether to stop."""
+
+    def __init__(self, patience, history):
+        self.patience, self.history = patience, history
+        self.score, self.weights, self.waited = -math.inf, None, 0
+
+    def stop(self, epoch, score, model) -> bool:
+        """Take in an epoch's score; True once `patience` epochs have not bettered the best
+        (a score equal to the best does not: the earlier epoch stays the best)."""
+        if score > self.score:
+            self.score, self.history.best_epoch, self.waited = score, epoch, 0
+            if self.patience is not None:
+                self.weights = {k: v.copy() for k, v in model.state_dict().items()}
+            return False
+        self.waited += 1
+        return self.patience is not None and self.waited >= self.patience
+
+    def restore(self, model):
+        """Give the model the best epoch's weights, where patience kept them."""
+        if self.weights is not None:
+            model.load_state_dict(self.weights)
+
+
 def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_size=128,
         scheduler=None, metric=None, patience=None, progress=None, seed=0,
         after_step=None, shuffle=True, backup=None) -> History:
@@ -224,96 +285,50 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
     batch order and the generators included: tinyunits.resume). A backup of another run
     is refused, not overwritten.
     """
-    validate.callables("fit", model=model, metric=metric, after_step=after_step)
-    if not callable(loss_fn):
-        validate.fail("fit", "loss_fn", "callable", loss_fn, TypeError)
-    for name, obj in (("optimizer", optimizer), ("scheduler", scheduler)):
-        if (obj is not None or name == "optimizer") and not callable(getattr(obj, "step", None)):
-            validate.fail("fit", name, "an object with a step() method", obj, TypeError)
-    epochs = validate.integer("fit", "epochs", epochs, low=0)
-    batch_size = validate.integer("fit", "batch_size", batch_size)
-    if patience is not None:
-        validate.integer("fit", "patience", patience)
-    for name, value in (("patience", patience), ("metric", metric)):
-        if value is not None and val_data is None:
-            validate.fail("fit", name, "None when val_data is None (it acts on the validation "
-                       "scores)", value)
-    validate.integer("fit", "seed", seed, low=0)
-    validate.flag("fit", "shuffle", shuffle)
-    if backup is not None and not isinstance(backup, (str, os.PathLike)):
-        validate.fail("fit", "backup", "a file path or None", backup, TypeError)
-    if backup is not None and (os.path.isdir(backup) or not os.path.isdir(
-            os.path.dirname(os.path.abspath(backup)))):
-        validate.fail("fit", "backup", "a file in an existing folder", os.fspath(backup))
-    if progress is not None:
-        validate.flag("fit", "progress", progress)
+    epochs, batch_size = _check_settings(model, loss_fn, optimizer, scheduler, metric,
+                                         after_step, val_data, epochs, batch_size, patience,
+                                         seed, shuffle, backup, progress)
     dtype = _model_dtype("fit", model)
     X, y, high = _check_data("fit", "train_data", train_data, dtype)
     if val_data is not None:
         val_data = _check_data("fit", "val_data", val_data, dtype)
     rng = backend.host_module().random.default_rng(seed)
-    history, best_score, best_state, waited = History(), -math.inf, None, 0
-    first, within, spent, clock = 0, (0, 0.0, 0), 0.0, time.perf_counter()
-    if backup is not None:
-        data = (X, y) if val_data is None else (X, y, *val_data[:2])
-        run = resume.run_of(model, optimizer, scheduler, data, loss=_name(loss_fn),
-                            metric=_name(metric), epochs=epochs, batch_size=batch_size,
-                            seed=seed, shuffle=shuffle, patience=patience)
-        saved = resume.read(backup, run, model, optimizer, scheduler, rng, history)
-        if saved is not None:
-            first, within, spent, (best_score, best_state, waited) = saved
-        keep = functools.partial(resume.write, backup, run, model, optimizer, scheduler, history)
-    written, n_steps = clock, math.ceil(len(X) / batch_size)
+    history, n_steps = History(), math.ceil(len(X) / batch_size)
+    early = _EarlyStopping(patience, history)
+    backups = resume.Backups(backup, model, optimizer, scheduler, history, early, n_steps,
+                             (X, y) if val_data is None else (X, y, *val_data[:2]),
+                             loss=_name(loss_fn), metric=_name(metric), epochs=epochs,
+                             batch_size=batch_size, seed=seed, shuffle=shuffle,
+                             patience=patience)
+    first, within = backups.resume(rng)
     with _mode(model, True):
         for epoch in range(first, epochs):
             order = rng.bit_generator.state  # a backup within the epoch draws its order again
             done, total, count = within if epoch == first else (0, 0.0, 0)
-            steps = itertools.islice(_batches(len(X), batch_size, rng, shuffle), done, None)
-            for step, idx in enumerate(_progress(steps, n_steps - done,
+            batches = itertools.islice(_batches(len(X), batch_size, rng, shuffle), done, None)
+            for step, idx in enumerate(_progress(batches, n_steps - done,
                                                  f"epoch {epoch + 1}/{epochs}", progress),
                                        start=done):
                 loss = loss_fn(model(_inputs(X, idx, dtype)), _targets(y, idx, high, dtype))
-                value = _loss_value("fit", loss, training=True)
-                if not math.isfinite(value):
-                    raise FloatingPointError(f"fit: loss became {value} at epoch {epoch + 1}, "
-                                             f"step {step + 1}; lower the learning rate or "
-                                             "check the data")
+                value = _finite(_loss_value("fit", loss, training=True), epoch, step)
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
                 if after_step is not None:
                     after_step(model)
                 total, count = total + value * len(idx), count + len(idx)
-                if (backup is not None and step + 1 < n_steps
-                        and time.perf_counter() - written >= resume.INTERVAL):
-                    keep(epoch, (step + 1, total, count), order,
-                         spent + time.perf_counter() - clock, (best_score, best_state, waited))
-                    written = time.perf_counter()
+                backups.within_epoch(epoch, (step + 1, total, count), order)
             if scheduler is not None:
                 scheduler.step()
             history["train_loss"].append(total / count)
-            stop = False
             if val_data is not None:
                 val_loss, val_metric = _evaluate("fit", model, *val_data, loss_fn, metric,
                                                  1024, dtype)
                 history["val_loss"].append(val_loss)
                 history["val_metric"].append(val_metric)
-                score = val_metric if metric is not None else -val_loss
-                if score > best_score:
-                    best_score, history.best_epoch, waited = score, epoch, 0
-                    if patience is not None:
-                        best_state = {k: v.copy() for k, v in model.state_dict().items()}
-                else:
-                    waited += 1
-                    stop = patience is not None and waited >= patience
-            if stop:
-                break
-            if backup is not None and epoch + 1 < epochs:
-                keep(epoch + 1, (0, 0.0, 0), rng.bit_generator.state,
-                     spent + time.perf_counter() - clock, (best_score, best_state, waited))
-                written = time.perf_counter()
-    if best_state is not None:
-        model.load_state_dict(best_state)
-    if backup is not None:
-        resume.remove(backup)
+                if early.stop(epoch, val_metric if metric is not None else -val_loss, model):
+                    break
+            backups.end_of_epoch(epoch + 1, rng.bit_generator.state)
+    early.restore(model)
+    backups.remove()
     return history
