@@ -27,7 +27,7 @@ import numbers
 from . import validate
 from . import backend
 from .backend import ensure_array
-from .tensor import Tensor, _Config, _Version
+from .tensor import Config, Tensor, Version
 
 
 class Replaceable:
@@ -51,7 +51,7 @@ class Function(Replaceable):
         arrays, record = [], False
         for x in inputs:
             if not isinstance(x, Tensor):
-                return self(*_constants_to_tensors(type(self).__name__, inputs))
+                return self(*as_tensors(type(self).__name__, inputs))
             arrays.append(x._data)
             record = record or x.requires_grad
         try:
@@ -62,8 +62,8 @@ class Function(Replaceable):
                 raise
             raise named from err
         version = inputs[0]._shared_version() if self.view else None
-        if record and _Config.enable_grad:
-            self.inputs, self.stamp = inputs, _Version.latest  # backward checks the stamp
+        if record and Config.enable_grad:
+            self.inputs, self.stamp = inputs, Version.latest  # backward checks the stamp
             return Tensor(y, requires_grad=True, creator=self, version=version)
         return Tensor(y, version=version)
 
@@ -83,7 +83,7 @@ class Function(Replaceable):
         self.__dict__.clear()
 
 
-def _constants_to_tensors(name, inputs):
+def as_tensors(name, inputs):
     """The operands of op `name` as Tensors: constants get the dtype the module
     docstring describes, on the backend of the first Tensor among them."""
     like = next((x for x in inputs if isinstance(x, Tensor)), None)

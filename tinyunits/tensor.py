@@ -4,7 +4,8 @@ Reverse-mode automatic differentiation in one method: `Tensor.backward()` sorts
 the graph topologically (iteratively, so a chain of 10,000 ops needs no
 recursion), then asks each Function for the gradients of its inputs, newest
 first. Broadcasting is undone here, in `sum_to`, and nowhere else: an op's
-backward may return a gradient in its output's broadcast shape.
+backward may return a gradient in its output's broadcast shape. This file knows no
+op: `a + b`, `t.sum()`, `t[i]` are attached to Tensor by tinyunits/ops/operators.py.
 
 Gradients accumulate: a tensor used twice receives the sum of both paths, and
 a leaf's `.grad` keeps adding up across backward calls until `zero_grad()`.
@@ -34,7 +35,9 @@ from . import validate
 from . import backend
 
 
-class _Config:
+class Config:
+    """The engine's switches: is a graph recorded, and the dtype of new floats."""
+
     enable_grad = True
     default_dtype = "float32"
 
@@ -42,26 +45,26 @@ class _Config:
 @contextlib.contextmanager
 def no_grad():
     """Inside this block no graph is recorded (evaluation, optimiser steps)."""
-    old = _Config.enable_grad
-    _Config.enable_grad = False
+    old = Config.enable_grad
+    Config.enable_grad = False
     try:
         yield
     finally:
-        _Config.enable_grad = old
+        Config.enable_grad = old
 
 
 def is_grad_enabled() -> bool:
-    return _Config.enable_grad
+    return Config.enable_grad
 
 
 def set_default_dtype(name: str) -> None:
     """Floating dtype of new tensors and parameters: "float32" (default) or "float64"."""
     validate.one_of("set_default_dtype", "name", name, ("float32", "float64"))
-    _Config.default_dtype = name
+    Config.default_dtype = name
 
 
 def get_default_dtype() -> str:
-    return _Config.default_dtype
+    return Config.default_dtype
 
 
 def sum_to(g, shape):
@@ -77,13 +80,13 @@ def sum_to(g, shape):
     # END SOLUTION engine_sum_to
 
 
-class _Version:
+class Version:
     """When an array last changed through the library: the value of the global count
     of changes (`latest`) at that change, 0 if never. Tensors that share one array
-    (views) share one _Version, so a change through either is seen by both. An op
+    (views) share one Version, so a change through either is seen by both. An op
     notes `latest` when it records the graph; an input changed after it has a later
     stamp. While nothing changed anywhere, backward compares one int per op. A
-    tensor gets its _Version when first changed or shared (most never are)."""
+    tensor gets its Version when first changed or shared (most never are)."""
 
     __slots__ = ("stamp",)
     latest = 0
@@ -155,18 +158,18 @@ class Tensor:
             self.mark_changed()
         else:  # a new array: the tensors that shared the old one are unchanged
             self._data = array
-            self._version = _Version(_Version.tick())
+            self._version = Version(Version.tick())
 
     def mark_changed(self) -> None:
         """Count a change made to this tensor's array in place (the library's own
         `out=` and `[...] =` writes call this), so that backward refuses a graph
         that used the old values."""
-        self._shared_version().stamp = _Version.tick()
+        self._shared_version().stamp = Version.tick()
 
-    def _shared_version(self) -> _Version:
-        """This tensor's _Version, made on first use, for a view of its array to share."""
+    def _shared_version(self) -> Version:
+        """This tensor's Version, made on first use, for a view of its array to share."""
         if self._version is None:
-            self._version = _Version()
+            self._version = Version()
         return self._version
 
     # ------------------------------------------------------------------ properties
@@ -174,7 +177,6 @@ class Tensor:
     dtype = property(lambda self: self._data.dtype)
     ndim = property(lambda self: self._data.ndim)
     size = property(lambda self: self._data.size)
-    T = property(lambda self: self.transpose())
 
     def __len__(self):
         if self.ndim == 0:  # NumPy's own TypeError names neither tensors nor the call
@@ -310,7 +312,7 @@ class Tensor:
                     f"backward: the graph through {type(fn).__name__} was already freed "
                     "by an earlier backward; call backward(retain_graph=True) the first "
                     "time to go through it twice")
-            if fn.stamp != _Version.latest:  # something changed since fn's forward
+            if fn.stamp != Version.latest:  # something changed since fn's forward
                 _check_unchanged(fn, t)
             for x, gx in zip(fn.inputs, fn.backward(g)):
                 if gx is None or not x.requires_grad:
@@ -329,71 +331,6 @@ class Tensor:
                 grads[id(x)] = gx if earlier is None else earlier + gx
             if not retain_graph:
                 fn.release()
-
-    # ------------------------------------------------------------------ operators
-    def __add__(self, o): return _ops.add(self, o)
-    def __radd__(self, o): return _ops.add(o, self)
-    def __sub__(self, o): return _ops.sub(self, o)
-    def __rsub__(self, o): return _ops.sub(o, self)
-    def __mul__(self, o): return _ops.mul(self, o)
-    def __rmul__(self, o): return _ops.mul(o, self)
-    def __truediv__(self, o): return _ops.div(self, o)
-    def __rtruediv__(self, o): return _ops.div(o, self)
-    def __matmul__(self, o): return _ops.matmul(self, o)
-    def __rmatmul__(self, o): return _ops.matmul(o, self)
-    def __pow__(self, c): return _ops.pow(self, c)
-    def __neg__(self): return _ops.neg(self)
-    def __getitem__(self, index): return _ops.getitem(self, index)
-
-    # `t += o` and the like; without these Python would rebind t to t + o
-    def __iadd__(self, o): return self._in_place("+=", "__iadd__", _ops.add, o)
-    def __isub__(self, o): return self._in_place("-=", "__isub__", _ops.sub, o)
-    def __imul__(self, o): return self._in_place("*=", "__imul__", _ops.mul, o)
-    def __itruediv__(self, o): return self._in_place("/=", "__itruediv__", _ops.div, o)
-    def __ipow__(self, c): return self._in_place("**=", "__ipow__", _ops.pow, c)
-
-    def _in_place(self, symbol, method, op, o):
-        """`t -= o`: in place on t's array where no graph is recorded (a hand-written
-        SGD step in no_grad updates the parameter itself, not a copy); inside a graph,
-        a new node, as `t = t - o`. A parameter cannot be changed in place while its
-        own graph is recorded, as in PyTorch."""
-        if _Config.enable_grad and (self.requires_grad
-                                    or (isinstance(o, Tensor) and o.requires_grad)):
-            if self.requires_grad and self.creator is None:
-                raise RuntimeError(
-                    f"{symbol}: a leaf tensor that requires grad (a parameter) cannot be "
-                    "changed in place while gradients are recorded; update it inside "
-                    "`with tu.no_grad():`")
-            return op(self, o)
-        if method == "__ipow__":
-            other = _ops.arithmetic.Pow(o).c  # the exponent, checked as ** checks it
-        else:
-            other = _constants_to_tensors(symbol, (self, o))[1]
-        try:
-            getattr(self._data, method)(other._data if isinstance(other, Tensor) else other)
-        except TypeError as err:  # int_tensor += 2.5 would have to truncate
-            raise TypeError(f"{symbol}: cannot write the result into this {self.dtype} "
-                            f"tensor in place ({err}); write t = t {symbol[:-1]} ... "
-                            "instead") from err
-        self.mark_changed()
-        return self
-
-    # ------------------------------------------------------------------ reductions and more
-    def sum(self, axis=None, keepdims=False): return _ops.sum(self, axis, keepdims)
-    def mean(self, axis=None, keepdims=False): return _ops.mean(self, axis, keepdims)
-    def max(self, axis=None, keepdims=False): return _ops.max(self, axis, keepdims)
-    def exp(self): return _ops.exp(self)
-    def log(self): return _ops.log(self)
-    def abs(self): return _ops.abs(self)
-    def relu(self): return _ops.relu(self)
-    def tanh(self): return _ops.tanh(self)
-    def sigmoid(self): return _ops.sigmoid(self)
-
-    def reshape(self, *shape):
-        return _ops.reshape(self, shape[0] if len(shape) == 1 else shape)
-
-    def transpose(self, *axes):
-        return _ops.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
 
 
 def _check_unchanged(fn, out: Tensor) -> None:
@@ -493,11 +430,8 @@ def tensor(data, requires_grad: bool = False, dtype=None, name=None) -> Tensor:
         validate.fail("tensor", "data", "floating with requires_grad=True (only floats have "
                    "gradients)", f"dtype {array.dtype}", TypeError)
     if dtype is None and array.dtype.kind == "f":
-        array = array.astype(_Config.default_dtype, copy=False)
+        array = array.astype(Config.default_dtype, copy=False)
     t = Tensor(array, requires_grad=requires_grad)
     t.name = name
     return t
 
-
-from . import ops as _ops  # noqa: E402  (ops build on Tensor; operators call ops)
-from .function import _constants_to_tensors  # noqa: E402

@@ -1,4 +1,7 @@
-"""The primitive operations, each a Function with its own hand-written backward."""
+"""The primitive operations, each a Function with its own hand-written backward.
+
+Importing ops also gives Tensor its operators and methods (operators.py).
+"""
 from .arithmetic import add, div, mul, neg, pow, sub
 from .conv import conv2d
 from .dropout import dropout
@@ -9,6 +12,7 @@ from .normalization import batch_norm, layer_norm
 from .pooling import avg_pool2d, global_avg_pool2d, max_pool2d
 from .reduction import max, mean, sum
 from .shape import concatenate, getitem, pad, reshape, transpose
+from . import operators  # noqa: F401  (a + b, t.sum(), ... on Tensor)
 
 __all__ = ["add", "sub", "mul", "div", "neg", "pow", "matmul", "linear", "exp", "log",
            "abs", "relu", "leaky_relu", "tanh", "sigmoid", "gelu", "sum", "mean", "max",
