@@ -1,10 +1,8 @@
 """The standard layers: Linear, Conv2d, normalisation, dropout, activations, pooling."""
 from __future__ import annotations
 
-from .. import validate
-from .. import backend, ops
-from . import init
-from .module import Module, Parameter
+from .. import backend, init, ops, validate
+from ..module import Module, Parameter
 
 
 class Linear(Module):

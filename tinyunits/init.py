@@ -6,8 +6,8 @@ fan_in of a weight of shape (out, in, *kernel) is in * prod(kernel).
 """
 import math
 
-from .. import validate
-from ..backend import host_module, host_rng
+from . import validate
+from .backend import host_module, host_rng
 
 
 def _checked(shape):
