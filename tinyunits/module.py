@@ -262,29 +262,3 @@ def _unregistered(value, inside=False):
     if isinstance(value, Tensor) and value.requires_grad and not isinstance(value, Parameter):
         return "a Tensor with requires_grad=True (not an nn.Parameter)"
     return None
-
-
-class Sequential(Module):
-    """Modules applied in order: Sequential(a, b, c)(x) == c(b(a(x)))."""
-
-    def __init__(self, *modules):
-        super().__init__()
-        for i, m in enumerate(modules):
-            if not isinstance(m, Module):
-                raise TypeError(f"Sequential: argument {i} must be a Module, got "
-                                f"{type(m).__name__}")
-            setattr(self, str(i), m)
-
-    def forward(self, x):
-        for m in self._modules.values():
-            x = m(x)
-        return x
-
-    def __getitem__(self, i):
-        return list(self._modules.values())[i]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())

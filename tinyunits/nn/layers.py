@@ -1,4 +1,5 @@
-"""The standard layers: Linear, Conv2d, normalisation, dropout, activations, pooling."""
+"""The standard layers: Linear, Conv2d, normalisation, dropout, activations, pooling,
+and Sequential, which applies layers in order."""
 from __future__ import annotations
 
 from .. import backend, init, ops, validate
@@ -207,3 +208,29 @@ class GlobalAvgPool2d(Module):
     def forward(self, x):
         self.check_input(x, x.ndim == 4, "(B, C, H, W)")
         return ops.global_avg_pool2d(x)
+
+
+class Sequential(Module):
+    """Modules applied in order: Sequential(a, b, c)(x) == c(b(a(x)))."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        for i, m in enumerate(modules):
+            if not isinstance(m, Module):
+                raise TypeError(f"Sequential: argument {i} must be a Module, got "
+                                f"{type(m).__name__}")
+            setattr(self, str(i), m)
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())

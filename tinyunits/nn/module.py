@@ -1,2 +1,3 @@
-"""Moved: Module, Parameter and Sequential live in tinyunits/module.py."""
-from ..module import Module, Parameter, Sequential  # noqa: F401
+"""Moved: Module and Parameter live in tinyunits/module.py, Sequential in nn/layers.py."""
+from ..module import Module, Parameter  # noqa: F401
+from .layers import Sequential  # noqa: F401
