@@ -34,12 +34,16 @@ when that fails prints one message naming both ways to get them and exits 1.
 instead of its official address (a course server on a network without the
 internet); the pinned SHA-256 decides as for the official files.
 
-The downloader writes into ``root/<folder>`` (or ``$TINYUNITS_DATA/<folder>``, or
-the cache), streams each file to a temporary file in that same directory,
-checks its SHA-256 against the value pinned in ``_SPECS`` and only then renames
-it into place with ``os.replace``, so a folder never holds a half-written or
-unverified file. A file with no pinned SHA-256 (SGEMM) is refused unless
-``--no-verify`` is given; a pinned one is always checked.
+Downloading is pooch's (https://www.fatiando.org/pooch): it fetches over HTTP(S)
+or FTP into ``root/<folder>`` (or ``$TINYUNITS_DATA/<folder>``, or the cache),
+streams each file to a temporary file in that folder, checks its SHA-256 against
+the value pinned in ``_SPECS`` and only then moves it into place, so a folder
+never holds a half-written or unverified file; it draws the progress bar (tqdm)
+and takes the named members out of the CIFAR-10 and SGEMM archives. What stays
+here is what is particular to tinyunits: where files are looked for, the pinned
+hashes, the mirror, and the message naming the ways to get the files. A file
+with no pinned SHA-256 (SGEMM) is refused unless ``--no-verify`` is given; a
+pinned one is always checked.
 
 Normalisations
 --------------
@@ -57,32 +61,23 @@ integrity, label ranges, CSV columns, pickle contents); a bad file raises
 """
 
 import argparse
-import contextlib
 import dataclasses
 import gzip
-import hashlib
 import math
 import numbers
 import os
 import pickle
-import shutil
 import struct
 import sys
 import tarfile
 import tempfile
-import urllib.error
 import urllib.parse
-import urllib.request
 import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
 
 import numpy as np
-
-try:
-    from tqdm import tqdm as _tqdm
-except ImportError:  # tqdm is optional: downloads then report progress as plain text
-    _tqdm = None
+import pooch
 
 try:
     from numpy._core.multiarray import _reconstruct as _np_reconstruct
@@ -104,7 +99,8 @@ class DatasetNotFoundError(FileNotFoundError):
 
 @dataclasses.dataclass(frozen=True)
 class _Remote:
-    """One file to download; ``members`` lists the files to take out of it if it is an archive."""
+    """One file to download; for an archive, ``members`` are the paths inside it of the files to
+    take out (each lands in the data set's folder under its base name)."""
 
     url: str
     sha256: str | None
@@ -181,7 +177,7 @@ _SPECS = {
             (
                 _Remote("https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
                         "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce",
-                        _CIFAR_FILES),
+                        tuple("cifar-10-batches-py/" + f for f in _CIFAR_FILES)),
             ),
         ),
         _Spec(
@@ -250,7 +246,11 @@ def _spec(name, where="download"):
 
 
 def _cache_dir():
-    """The user cache directory, read from the environment at call time."""
+    """The user cache directory, read from the environment at call time.
+
+    Not pooch.os_cache: that is ~/Library/Caches on macOS and AppData on Windows,
+    and the README names one place for every system.
+    """
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "tinyunits"
 
@@ -329,54 +329,8 @@ def _ways(spec, root):
 # Downloading
 
 
-class _TextProgress:
-    """Stand-in for tqdm when it is not installed: one rewritten line on stderr."""
-
-    def __init__(self, total, desc, disable):
-        """Progress over ``total`` bytes (None if unknown), labelled ``desc``."""
-        self.total, self.desc, self.disable, self.done = total, desc, disable, 0
-
-    def update(self, n):
-        """Count ``n`` more bytes and redraw the line."""
-        self.done += n
-        if not self.disable:
-            of = f" of {self.total / 1e6:.1f}" if self.total else ""
-            sys.stderr.write(f"\r{self.desc}: {self.done / 1e6:.1f}{of} MB")
-
-    def __enter__(self):
-        """Start showing progress."""
-        return self
-
-    def __exit__(self, *exc):
-        """End the progress line."""
-        if not self.disable:
-            sys.stderr.write("\n")
-
-
-def _progress(total, desc, enabled):
-    """A byte-counting progress bar (tqdm when available) usable as a context manager."""
-    if _tqdm is not None:
-        return _tqdm(total=total, desc=desc, unit="B", unit_scale=True, disable=not enabled)
-    return _TextProgress(total, desc, disable=not enabled)
-
-
-@contextlib.contextmanager
-def _atomic_file(dest):
-    """Yield a binary temp file beside ``dest``; it replaces ``dest`` only if the block succeeds."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            yield out
-        os.replace(tmp, dest)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def _fetch(url, dest, sha256, *, no_verify=False, progress=False):
-    """Download ``url`` to ``dest``, installing it only once its SHA-256 matches ``sha256``.
+    """Download ``url`` to the file ``dest`` with pooch, installed only once its SHA-256 matches.
 
     With ``sha256=None`` the file cannot be verified and is refused unless
     ``no_verify`` is true; its digest is then printed so that it can be pinned.
@@ -386,58 +340,43 @@ def _fetch(url, dest, sha256, *, no_verify=False, progress=False):
         raise DatasetError(
             f"{url}: no SHA-256 is pinned for this file, so it cannot be verified; refusing to "
             "install it. Rerun with --no-verify to accept it unverified.")
+    known_hash = None if sha256 is None else "sha256:" + sha256
     try:
-        response = urllib.request.urlopen(url, timeout=60)
-    except urllib.error.URLError as exc:
-        raise OSError(f"could not fetch {url}: {exc.reason}. Without network access, copy the "
-                      f"file by hand into {dest.parent}") from exc
-    with response, _atomic_file(dest) as out:
-        length = response.headers.get("Content-Length")
-        total = int(length) if length else None
-        digest, received = hashlib.sha256(), 0
-        with _progress(total, dest.name, progress) as bar:
-            while chunk := response.read(1 << 20):
-                out.write(chunk)
-                digest.update(chunk)
-                received += len(chunk)
-                bar.update(len(chunk))
-        if total is not None and received != total:
-            raise DatasetError(f"{url}: transfer ended after {received} of {total} bytes; "
-                               "file discarded")
-        got = digest.hexdigest()
-        if sha256 is not None and got != sha256:
-            raise DatasetError(f"{url}: SHA-256 mismatch: expected {sha256}, got {got}; "
-                               "file discarded")
+        pooch.retrieve(url, known_hash, fname=dest.name, path=dest.parent, progressbar=progress)
+    except ValueError as exc:  # pooch: a hash mismatch, or a URL scheme it cannot fetch
+        raise DatasetError(f"{url}: {exc}") from exc
+    except OSError as exc:  # requests' errors are OSErrors
+        raise OSError(f"could not fetch {url}: {exc}. Without network access, copy the file "
+                      f"by hand into {dest.parent}") from exc
     if sha256 is None:
-        print(f"warning: installed {dest} UNVERIFIED (sha256 {got})", file=sys.stderr)
+        print(f"warning: installed {dest} UNVERIFIED (sha256 {pooch.file_hash(str(dest))})",
+              file=sys.stderr)
 
 
-def _extract(archive, members, dest_dir):
-    """Copy the regular files named ``members`` out of a tar or zip archive into ``dest_dir``.
+def _unpack(archive, members, dest_dir):
+    """Move ``members`` (paths inside the archive) out of a verified archive into ``dest_dir``.
 
-    Members are matched by base name and written under that name only, so paths
-    stored in the archive (absolute, ``..``) can never place a file elsewhere.
+    pooch extracts only the members named, so no other path stored in the
+    archive (absolute, ``..``) is ever written; each lands in ``dest_dir`` under
+    its base name, and the archive is deleted.
     """
-    if tarfile.is_tarfile(archive):
-        with tarfile.open(archive) as tar:
-            found = {PurePosixPath(m.name).name: m for m in tar.getmembers() if m.isfile()}
-            _copy_members(archive, members, dest_dir, found, tar.extractfile)
-    elif zipfile.is_zipfile(archive):
-        with zipfile.ZipFile(archive) as zf:
-            found = {PurePosixPath(i.filename).name: i for i in zf.infolist() if not i.is_dir()}
-            _copy_members(archive, members, dest_dir, found, zf.open)
-    else:
-        raise DatasetError(f"{archive}: neither a tar nor a zip archive")
+    unpacker = pooch.Unzip if archive.suffix == ".zip" else pooch.Untar
+    with tempfile.TemporaryDirectory(dir=dest_dir, prefix=".unpack-") as tmp:
+        try:
+            unpacker(members=list(members), extract_dir=tmp)(str(archive), "download", None)
+        except (tarfile.TarError, zipfile.BadZipFile) as exc:
+            raise DatasetError(f"{archive}: not a readable archive ({exc})") from exc
+        missing = [m for m in members if not Path(tmp, m).is_file()]
+        if missing:
+            raise DatasetError(f"{archive}: the archive lacks {', '.join(missing)}")
+        for member in members:
+            os.replace(Path(tmp, member), Path(dest_dir) / PurePosixPath(member).name)
+    archive.unlink()
 
 
-def _copy_members(archive, members, dest_dir, found, open_member):
-    """Write each wanted member of an open archive atomically into ``dest_dir``."""
-    missing = [m for m in members if m not in found]
-    if missing:
-        raise DatasetError(f"{archive}: the archive lacks {', '.join(missing)}")
-    for name in members:
-        with open_member(found[name]) as src, _atomic_file(Path(dest_dir) / name) as out:
-            shutil.copyfileobj(src, out)
+def _file_name(url):
+    """The last path segment of ``url``: the name a download is stored under."""
+    return PurePosixPath(urllib.parse.urlparse(url).path).name
 
 
 def _mirrored(url):
@@ -445,7 +384,7 @@ def _mirrored(url):
     mirror = os.environ.get("TINYUNITS_DATA_MIRROR")
     if not mirror:
         return url
-    return mirror.rstrip("/") + "/" + PurePosixPath(urllib.parse.urlparse(url).path).name
+    return mirror.rstrip("/") + "/" + _file_name(url)
 
 
 def download(name, root=None, *, no_verify=False, progress=None):
@@ -465,15 +404,14 @@ def download(name, root=None, *, no_verify=False, progress=None):
     if progress is None:
         progress = sys.stderr.isatty()
     for remote in spec.remotes:
-        fetched = dest / PurePosixPath(urllib.parse.urlparse(remote.url).path).name
-        wanted = remote.members or (fetched.name,)
+        fetched = dest / _file_name(remote.url)
+        wanted = [PurePosixPath(m).name for m in remote.members] or [fetched.name]
         if all((dest / w).is_file() for w in wanted):
             continue
         _fetch(_mirrored(remote.url), fetched, remote.sha256, no_verify=no_verify,
                progress=progress)
         if remote.members:
-            _extract(fetched, remote.members, dest)
-            fetched.unlink()
+            _unpack(fetched, remote.members, dest)
     return dest
 
 

@@ -10,6 +10,7 @@ import http.server
 import io
 import os
 import pickle
+import socket
 import sys
 import tarfile
 import threading
@@ -323,40 +324,6 @@ def test_non_numeric_sgemm_row_raises(tmp_path):
 
 # ------------------------------------------------------------------ downloading
 
-def test_fetch_installs_verified_file(tmp_path):
-    source = tmp_path / "src.bin"
-    source.write_bytes(b"official bytes" * 1000)
-    dest = tmp_path / "out" / "file.bin"
-    datasets._fetch(source.as_uri(), dest, sha256(source.read_bytes()))
-    assert dest.read_bytes() == source.read_bytes()
-    assert os.listdir(dest.parent) == ["file.bin"]  # no temp file left behind
-
-
-def test_fetch_refuses_checksum_mismatch(tmp_path):
-    source = tmp_path / "src.bin"
-    source.write_bytes(b"tampered")
-    dest = tmp_path / "out" / "file.bin"
-    with pytest.raises(datasets.DatasetError, match="SHA-256 mismatch"):
-        datasets._fetch(source.as_uri(), dest, sha256(b"official"))
-    assert os.listdir(dest.parent) == []
-
-
-def test_fetch_without_pinned_hash_needs_no_verify(tmp_path):
-    source = tmp_path / "src.bin"
-    source.write_bytes(b"unpinned")
-    dest = tmp_path / "out" / "file.bin"
-    with pytest.raises(datasets.DatasetError, match="--no-verify"):
-        datasets._fetch(source.as_uri(), dest, None)
-    assert not dest.exists()
-    datasets._fetch(source.as_uri(), dest, None, no_verify=True)
-    assert dest.read_bytes() == b"unpinned"
-
-
-def test_fetch_unreachable_url_says_where_to_put_the_file(tmp_path):
-    with pytest.raises(OSError, match="copy the file by hand"):
-        datasets._fetch((tmp_path / "absent.gz").as_uri(), tmp_path / "out" / "x.gz", "0" * 64)
-
-
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
     """Static file handler that keeps the test output clean."""
 
@@ -379,6 +346,73 @@ def loopback_server(tmp_path):
     thread.join(timeout=5)
 
 
+def closed_port_url():
+    """http://127.0.0.1:<port>/ with nothing listening: a connection is refused at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/"
+
+
+def test_fetch_installs_verified_file_with_a_progress_bar(tmp_path, loopback_server, capsys):
+    www, base = loopback_server
+    (www / "src.bin").write_bytes(b"official bytes" * 1000)
+    dest = tmp_path / "out" / "file.bin"
+    datasets._fetch(base + "src.bin", dest, sha256((www / "src.bin").read_bytes()), progress=True)
+    assert dest.read_bytes() == (www / "src.bin").read_bytes()
+    assert os.listdir(dest.parent) == ["file.bin"]  # no temp file left behind
+    assert "14.0k/14.0k" in capsys.readouterr().err  # the bar counted every byte
+
+
+def test_fetch_refuses_checksum_mismatch_and_keeps_nothing(tmp_path, loopback_server):
+    www, base = loopback_server
+    (www / "src.bin").write_bytes(b"tampered")
+    dest = tmp_path / "out" / "file.bin"
+    with pytest.raises(datasets.DatasetError, match="does not match the known hash") as err:
+        datasets._fetch(base + "src.bin", dest, sha256(b"official"))
+    assert base + "src.bin" in str(err.value) and sha256(b"tampered") in str(err.value)
+    assert os.listdir(dest.parent) == []
+
+
+def test_fetch_replaces_a_cached_file_that_fails_its_hash(tmp_path, loopback_server):
+    www, base = loopback_server
+    (www / "src.bin").write_bytes(b"official")
+    dest = tmp_path / "out" / "file.bin"
+    dest.parent.mkdir()
+    dest.write_bytes(b"truncated")
+    datasets._fetch(base + "src.bin", dest, sha256(b"official"))
+    assert dest.read_bytes() == b"official"
+
+
+def test_fetch_without_pinned_hash_needs_no_verify(tmp_path, loopback_server, capsys):
+    www, base = loopback_server
+    (www / "src.bin").write_bytes(b"unpinned")
+    dest = tmp_path / "out" / "file.bin"
+    with pytest.raises(datasets.DatasetError, match="--no-verify"):
+        datasets._fetch(base + "src.bin", dest, None)
+    assert not dest.exists()
+    datasets._fetch(base + "src.bin", dest, None, no_verify=True)
+    assert dest.read_bytes() == b"unpinned"
+    assert f"UNVERIFIED (sha256 {sha256(b'unpinned')})" in capsys.readouterr().err
+
+
+def test_fetch_unreachable_url_says_where_to_put_the_file(tmp_path):
+    url = closed_port_url() + "x.gz"
+    with pytest.raises(OSError, match="copy the file by hand") as err:
+        datasets._fetch(url, tmp_path / "out" / "x.gz", "0" * 64)
+    assert url in str(err.value) and "Connection refused" in str(err.value)
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def serve_pinned(monkeypatch, name, www, base, archive, members, pin=True):
+    """Point data set ``name`` at ``archive``, moved into www, with its SHA-256 pinned."""
+    served = www / archive.name
+    archive.rename(served)
+    remote = datasets._Remote(base + served.name, sha256(served.read_bytes()) if pin else None,
+                              members)
+    monkeypatch.setitem(datasets._SPECS, name,
+                        dataclasses.replace(datasets._SPECS[name], remotes=(remote,)))
+
+
 def test_download_mnist_over_loopback_http_then_load(tmp_path, monkeypatch, loopback_server):
     www, base = loopback_server
     arrays = make_idx_set(www)
@@ -392,7 +426,7 @@ def test_download_mnist_over_loopback_http_then_load(tmp_path, monkeypatch, loop
     np.testing.assert_array_equal(labels, arrays["train-labels-idx1-ubyte"])
 
 
-def test_download_cifar_archive_extracts_only_batches(tmp_path, monkeypatch):
+def test_download_cifar_archive_extracts_only_batches(tmp_path, monkeypatch, loopback_server):
     written = make_cifar_set(tmp_path / "staging" / "cifar-10-batches-py")
     archive = tmp_path / "cifar-10-python.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
@@ -400,25 +434,24 @@ def test_download_cifar_archive_extracts_only_batches(tmp_path, monkeypatch):
         evil = tarfile.TarInfo("../../escaped.txt")
         evil.size = 4
         tar.addfile(evil, io.BytesIO(b"oops"))
-    remote = datasets._Remote(archive.as_uri(), sha256(archive.read_bytes()),
-                              datasets._SPECS["cifar10"].files)
-    monkeypatch.setitem(datasets._SPECS, "cifar10",
-                        dataclasses.replace(datasets._SPECS["cifar10"], remotes=(remote,)))
+    # The official members: the archive above is laid out as the real one is.
+    serve_pinned(monkeypatch, "cifar10", *loopback_server, archive,
+                 datasets._SPECS["cifar10"].remotes[0].members)
     dest = datasets.download("cifar10", root=tmp_path / "data")
+    # the batches only: no archive, no unpacking folder, nothing escaped
     assert sorted(os.listdir(dest)) == sorted(datasets._SPECS["cifar10"].files)
     assert not list(tmp_path.rglob("escaped.txt"))
     assert list(datasets.load_cifar10(root=tmp_path / "data")[3]) == written["test_batch"][1]
 
 
-def test_download_sgemm_zip_and_command_line(tmp_path, monkeypatch, capsys):
+def test_download_sgemm_zip_and_command_line(tmp_path, monkeypatch, capsys, loopback_server):
     csv = write_sgemm(tmp_path / "staging", make_sgemm_rows(40))
     archive = tmp_path / "sgemm.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         zf.write(csv, "sgemm_product.csv")
         zf.writestr("Readme.txt", "readme")
-    remote = datasets._Remote(archive.as_uri(), None, ("sgemm_product.csv",))
-    monkeypatch.setitem(datasets._SPECS, "sgemm",
-                        dataclasses.replace(datasets._SPECS["sgemm"], remotes=(remote,)))
+    serve_pinned(monkeypatch, "sgemm", *loopback_server, archive, ("sgemm_product.csv",),
+                 pin=False)
     root = str(tmp_path / "data")
     assert datasets.main(["download", "sgemm", "--root", root, "--quiet"]) == 1
     assert "--no-verify" in capsys.readouterr().err
@@ -427,14 +460,11 @@ def test_download_sgemm_zip_and_command_line(tmp_path, monkeypatch, capsys):
     assert len(datasets.load_sgemm(root=root)[0]) == 28
 
 
-def test_download_archive_missing_member_raises(tmp_path, monkeypatch):
+def test_download_archive_missing_member_raises(tmp_path, monkeypatch, loopback_server):
     archive = tmp_path / "empty.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("Readme.txt", "readme")
-    remote = datasets._Remote(archive.as_uri(), sha256(archive.read_bytes()),
-                              ("sgemm_product.csv",))
-    monkeypatch.setitem(datasets._SPECS, "sgemm",
-                        dataclasses.replace(datasets._SPECS["sgemm"], remotes=(remote,)))
+    serve_pinned(monkeypatch, "sgemm", *loopback_server, archive, ("sgemm_product.csv",))
     with pytest.raises(datasets.DatasetError, match="lacks sgemm_product.csv"):
         datasets.download("sgemm", root=tmp_path / "data")
 
