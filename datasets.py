@@ -45,6 +45,11 @@ hashes, the mirror, and the message naming the ways to get the files. A file
 with no pinned SHA-256 (SGEMM) is refused unless ``--no-verify`` is given; a
 pinned one is always checked.
 
+Installed with pip, this file is the module ``tinyunits_datasets`` (run it as
+``python -m tinyunits_datasets``): ``datasets`` is Hugging Face's package, which
+one of the two would shadow (see setup.py). In a checkout it stays ``datasets.py``,
+the name the lessons import.
+
 Normalisations
 --------------
 * MNIST, Fashion-MNIST, CIFAR-10: uint8 pixels p become ``p / 255`` in [0, 1]
@@ -83,6 +88,11 @@ try:
     from numpy._core.multiarray import _reconstruct as _np_reconstruct
 except ImportError:  # NumPy < 2 has no numpy._core
     from numpy.core.multiarray import _reconstruct as _np_reconstruct
+
+
+# How a user runs this file: the script in a checkout, the module once installed (setup.py).
+_COMMAND = ("python datasets.py" if __spec__ is None or __spec__.name == "datasets"
+            else f"python -m {__spec__.name}")
 
 
 class DatasetError(ValueError):
@@ -297,7 +307,7 @@ def _locate(spec, root, where):
     if root is not None and not Path(root).is_dir():  # a typo must not fall back silently
         raise DatasetNotFoundError(f"{spec.name}: root must be an existing directory, "
                                    f"got {os.fspath(root)!r}; fetch the files into it with:\n"
-                                   f"  python datasets.py download {spec.name} --root {root}")
+                                   f"  {_COMMAND} download {spec.name} --root {root}")
     searched = []
     for directory in _search_dirs(spec, root):
         found = {name: _file_in(directory, name, spec.gzip_ok) for name in spec.files}
@@ -315,7 +325,7 @@ def _locate(spec, root, where):
 def _ways(spec, root):
     """How to get the files of ``spec``: the Debian package if any, the download, the folders."""
     flag = f" --root {root}" if root is not None else ""
-    ways = [f"  fetch them (checked against pinned SHA-256): python datasets.py download "
+    ways = [f"  fetch them (checked against pinned SHA-256): {_COMMAND} download "
             f"{spec.name}{flag}",
             f"  or copy them from elsewhere into {_download_dir(spec, root)} (or into "
             f"<DIR>/{spec.folder} and pass root=DIR or set TINYUNITS_DATA=DIR)"]
@@ -1103,7 +1113,7 @@ def train_val_split(X, y, val_fraction, seed=0):
 
 def main(argv=None):
     """``python datasets.py download|ensure NAME [--root DIR] [--no-verify] [--quiet]``."""
-    parser = argparse.ArgumentParser(prog="python datasets.py",
+    parser = argparse.ArgumentParser(prog=_COMMAND,
                                      description="Fetch the real data sets tinyunits uses.")
     commands = parser.add_subparsers(dest="command", required=True)
     fetch = commands.add_parser("download", help="download, verify and install a data set")
