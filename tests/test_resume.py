@@ -86,6 +86,35 @@ def test_a_stopped_fit_resumes_bit_for_bit(tmp_path, monkeypatch, kind, stops, i
     assert not path.exists()  # a finished run removes its backup
 
 
+@pytest.mark.parametrize("interval", [float("inf"), 0.0])  # backups at epoch ends; every step
+def test_a_resumed_fit_stops_early_where_the_unstopped_one_does(tmp_path, monkeypatch,
+                                                                interval):
+    """Stopped after an epoch that did not better the best, the backup holds the epochs
+    waited and the best epoch's weights: the resumed run stops after the same epoch and
+    hands back the same weights, to the bit."""
+    monkeypatch.setattr(resume, "INTERVAL", interval)
+
+    def train_early(model, opt, sched, **kwargs):
+        return fit(model, nn.functional.cross_entropy, opt, (X, Y), (X[150:], Y[150:]),
+                   epochs=6, batch_size=32, scheduler=sched, metric=accuracy, patience=2,
+                   seed=1, **kwargs)
+
+    model, opt, sched = setup()
+    expected = train_early(model, opt, sched)
+    final, ran = weights(model), len(expected["train_loss"])
+    assert expected.best_epoch + 3 == ran < 6  # stopped early, 2 epochs waited
+    path = tmp_path / "run.npz"
+    model, opt, sched = setup()
+    with pytest.raises(Stop):  # in the last epoch it runs, at its 3rd step
+        train_early(model, opt, sched, after_step=stop_at(7 * (ran - 1) + 3), backup=path)
+    assert resume.progress(path)["epoch"] == ran - 1 > expected.best_epoch + 1
+    model, opt, sched = setup()
+    history = train_early(model, opt, sched, backup=path)
+    assert dict(history) == dict(expected) and history.best_epoch == expected.best_epoch
+    for name, value in weights(model).items():
+        assert np.array_equal(value, final[name]), name
+
+
 def test_a_backup_written_before_fit_wrote_within_epochs_resumes(tmp_path):
     """Such a backup holds the epochs finished and none of the next epoch's steps."""
     model, opt, sched = setup()

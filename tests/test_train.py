@@ -51,6 +51,31 @@ def test_early_stopping_restores_best_weights():
     assert loss == pytest.approx(best, rel=1e-5)
 
 
+def test_early_stopping_restores_the_best_epochs_weights_bit_for_bit():
+    """The best epoch is neither the first nor the last, and a later epoch ties it: the
+    weights fit hands back are, to the bit, those a run of best_epoch + 1 epochs ends with."""
+    x, y = blobs()
+    scores = iter([0.2, 0.5, 0.5, 0.3, 0.9])
+
+    def scripted(logits, labels):  # called once an epoch: the validation set is one batch
+        return next(scores)
+
+    def train(epochs, **kwargs):
+        tu.manual_seed(0)
+        model = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 2))
+        history = fit(model, nn.functional.cross_entropy,
+                      optim.SGD(model.parameters(), lr=0.1, momentum=0.9), (x, y),
+                      epochs=epochs, batch_size=32, **kwargs)
+        return history, {k: tu.backend.to_host(v) for k, v in model.state_dict().items()}
+
+    history, restored = train(5, val_data=(x[:100], y[:100]), metric=scripted, patience=2)
+    assert history.best_epoch == 1 and history["val_metric"] == [0.2, 0.5, 0.5, 0.3]
+    _, best = train(2)
+    _, last = train(4)  # the epoch it stopped after: other weights, so the check can fail
+    assert all(np.array_equal(restored[k], v) for k, v in best.items())
+    assert not all(np.array_equal(restored[k], v) for k, v in last.items())
+
+
 def test_nan_loss_stops_with_a_clear_error():
     x, y = blobs()
     model = nn.Linear(2, 2)
