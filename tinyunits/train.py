@@ -300,7 +300,7 @@ def fit(model, loss_fn, optimizer, train_data, val_data=None, epochs=1, batch_si
                              loss=_name(loss_fn), metric=_name(metric), epochs=epochs,
                              batch_size=batch_size, seed=seed, shuffle=shuffle,
                              patience=patience)
-    first, within = backups.resume(rng)
+    first, within = backups.resume(rng)  # where a backup left off; else epoch 0, step 0
     with _mode(model, True):
         for epoch in range(first, epochs):
             order = rng.bit_generator.state  # a backup within the epoch draws its order again
