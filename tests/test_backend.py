@@ -1,7 +1,5 @@
 """The strict backend refuses host/device mixing exactly where CuPy would."""
 import os
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -59,47 +57,3 @@ def test_unknown_backend_and_missing_cupy_are_clear_errors():
         with pytest.raises(RuntimeError, match="CuPy"):
             backend.set_backend("cupy")
         backend.set_backend(os.environ.get("TINYUNITS_BACKEND", "numpy"))
-
-
-def test_cuda_kernels_compile_once_per_source_and_options(monkeypatch):
-    # a stand-in for CuPy records what the backend asks of it
-    compiled = []
-
-    class RawModule:
-        def __init__(self, code, options):
-            compiled.append((code, options))
-
-        def get_function(self, name):
-            return (name, len(compiled))
-
-    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(RawModule=RawModule))
-    backend.cuda_kernel.cache_clear()
-    backend._cuda_module.cache_clear()
-    try:
-        a = backend.cuda_kernel("src", "forward", ("-DX=1",))
-        b = backend.cuda_kernel("src", "backward", ("-DX=1",))
-        c = backend.cuda_kernel("src", "forward", ("-DX=2",))
-        assert backend.cuda_kernel("src", "forward", ("-DX=1",)) is a
-    finally:
-        backend.cuda_kernel.cache_clear()
-        backend._cuda_module.cache_clear()
-    assert compiled == [("src", ("-DX=1",)), ("src", ("-DX=2",))]
-    assert (a, b, c) == (("forward", 1), ("backward", 1), ("forward", 2))
-    assert not backend.on_gpu(np.zeros(2)) and not backend.on_gpu(backend.strict.zeros(2))
-
-
-def test_short_rows_unbuffered_is_scoped_and_keeps_the_error_settings():
-    """The small ufunc buffer holds inside the block only; errstate's settings are kept
-    inside and restored after (numpy ties the buffer size to errstate's scope)."""
-    x = np.zeros((4, 100), np.float32)
-    before = np.getbufsize()
-    with np.errstate(over="raise"):
-        with backend.short_rows_unbuffered(x):
-            assert np.getbufsize() == backend.SHORT_ROWS_BUFSIZE < before
-            with pytest.raises(FloatingPointError):
-                np.float32(3e38) * np.float32(10)
-        assert np.getbufsize() == before
-    with pytest.raises(ValueError):  # restored after an error inside the block too
-        with backend.short_rows_unbuffered(x):
-            raise ValueError
-    assert np.getbufsize() == before

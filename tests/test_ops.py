@@ -1,9 +1,17 @@
-"""Ops against direct-loop references: conv2d, pooling, norms, losses; and their errors."""
+"""Ops against direct-loop references: conv2d, pooling, norms, losses; and their errors.
+These are the book's ops (tinyunits.fast's drop-ins are off here): tests/test_fast_*.py
+test each drop-in against them."""
 import numpy as np
 import pytest
 
 import tinyunits as tu
 from tinyunits import ops
+
+
+@pytest.fixture(autouse=True)
+def _references():
+    with tu.fast.disabled():
+        yield
 
 
 def host(a):

@@ -16,7 +16,6 @@ environment variable TINYUNITS_BACKEND (read once, at import).
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import types
@@ -258,24 +257,6 @@ def scatter_add(a, indices, values) -> None:
     else:  # pragma: no cover - no GPU here
         import cupyx
         cupyx.scatter_add(a, indices, values)
-
-
-SHORT_ROWS_BUFSIZE = 192  # rows of 64 or more are passed to the loops unbuffered
-
-
-@contextlib.contextmanager
-def short_rows_unbuffered(a):
-    """NumPy's ufuncs copy an operand's rows through their buffers (8192 elements) when
-    a row is shorter than the buffer over the operands (2730 for `a += b`): a strided
-    pass over rows of a few hundred then costs 3x a contiguous one. A small buffer for
-    the block lets the rows go to the loops as they are. (NumPy ties the buffer size to
-    errstate's scope.)"""
-    if on_gpu(a):
-        yield
-        return
-    with numpy.errstate():
-        numpy.setbufsize(SHORT_ROWS_BUFSIZE)
-        yield
 
 
 def sliding_window_view(x, window_shape, axis):

@@ -9,8 +9,8 @@ dicts with "params" and any hyper-parameters that differ from the defaults:
 Parameters without a gradient (frozen, or unused in this step) are skipped.
 Updates are in place on each parameter's array, inside no_grad, and count as a
 change of its version: a graph recorded before the step refuses to backward. The
-last line of each, p -= lr * direction, is BLAS's axpy where NumPy's BLAS has one
-(tinyunits.blas: one pass, no temporary).
+last line of each, p -= lr * direction, is `descend`; tinyunits.fast.optim's drop-ins
+make it BLAS's axpy (one pass, no temporary).
 
 An optimiser's and a scheduler's state_dict() is a flat dict that tu.save writes and
 load_state_dict() takes back (fit's backups hold both): the learning rates and the
@@ -24,7 +24,7 @@ import math
 from . import validate
 from . import backend
 from .backend import get_array_module
-from .fast.blas import axpy
+from .function import Replaceable
 from .tensor import Tensor, no_grad
 
 
@@ -56,7 +56,7 @@ def _parameter_groups(where, params) -> list:
     return groups
 
 
-class Optimizer:
+class Optimizer(Replaceable):
     defaults: dict = {}
 
     def __init__(self, params, **hyper):
@@ -102,6 +102,10 @@ class Optimizer:
 
     def update(self, p, grad, group, state):
         raise NotImplementedError
+
+    def descend(self, p, lr, direction) -> None:
+        """p -= lr * direction, in place: the last line of every update."""
+        p -= lr * direction
 
     def state_dict(self) -> dict:
         """'lr.{g}': group g's learning rate; 'state.{g}.{i}.{name}': buffer `name` of the
@@ -185,7 +189,7 @@ class SGD(Optimizer):
                 v *= group["momentum"]
                 v += grad
             grad = grad + group["momentum"] * v if group["nesterov"] else v
-        axpy(-group["lr"], grad, p.data)
+        self.descend(p.data, group["lr"], grad)  # p -= lr * grad
         p.mark_changed()
 
 
@@ -221,7 +225,8 @@ class Adam(Optimizer):
         step = group["lr"] * math.sqrt(1 - b2 ** t) / (1 - b1 ** t)
         if group["weight_decay"] and self.decoupled:
             p.data *= 1 - group["lr"] * group["weight_decay"]
-        axpy(-step, m / (get_array_module(v).sqrt(v) + group["eps"]), p.data)
+        # p -= step * (m / (sqrt(v) + eps))
+        self.descend(p.data, step, m / (get_array_module(v).sqrt(v) + group["eps"]))
         p.mark_changed()
 
 

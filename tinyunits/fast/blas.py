@@ -18,7 +18,7 @@ C-contiguous, overlapping x and y, other BLAS libraries, and TINYUNITS_BLAS_AXPY
 Arithmetic: OpenBLAS's kernels round a * x + y once (a fused multiply-add) in
 their vector loop, and twice, as the NumPy line does, in a scalar loop over the
 last elements of a call, past a multiple of the kernel's step (16, 32 or 64
-elements); tests/test_blas.py bounds the difference. A call of more than 10,000
+elements); tests/test_fast_blas.py bounds the difference. A call of more than 10,000
 elements is split over BLAS's threads in equal parts, each with a scalar loop of
 its own, so which elements are rounded twice would depend on the thread count
 (seen: 3 to 8 of 627,201 elements differed between 1 and 3 threads). axpy

@@ -1,7 +1,7 @@
 """Scratch arrays kept from one training step to the next.
 
 Some ops need a large temporary inside one call: the convolution's columns and
-their gradient (`ops/conv.py`); others keep an array for their backward only (ReLU's
+their gradient (`fast/conv.py`); others keep an array for their backward only (ReLU's
 mask, max pooling's positions). Made fresh every step, a temporary of a few MB
 costs the allocator fresh pages from the kernel (glibc returns large blocks to it
 when they are freed), one page fault per 4 KB: for a small conv net that was a
@@ -60,7 +60,7 @@ GLIBC_SETTINGS = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TO
 class _State:
     free = collections.OrderedDict()  # (shape, dtype) -> [arrays]; oldest first
     bytes = 0
-    lock = threading.Lock()  # pieces on tinyunits.threads' pool borrow too
+    lock = threading.Lock()  # pieces on tinyunits.fast.threads' pool borrow too
 
 
 def borrow(xp, shape: tuple, dtype):

@@ -69,7 +69,7 @@ def get_num_threads() -> int:
             try:
                 return max(1, int(value.split(",")[0]))  # OpenMP allows a list: "2,1"
             except ValueError:
-                validate.fail("tinyunits.threads", name, "a thread count such as 2", value)
+                validate.fail("tinyunits.fast.threads", name, "a thread count such as 2", value)
     return available_cores()
 
 

@@ -2,7 +2,6 @@
 import math
 
 from .. import validate
-from ..fast import buffers, threads
 from ..backend import get_array_module
 from ..function import Function, constant_dtype
 
@@ -36,31 +35,16 @@ class Abs(Function):
 
 
 class ReLU(Function):
-    """x * (x > 0) (so -0.0 for negative x, as TMAF's ReLU init gives), each thread
-    writing its share of the batch."""
+    """max(x, 0) as x * (x > 0): -0.0 for negative x (as TMAF's ReLU init gives), and
+    NaN stays NaN. backward(g) broadcasts g against the mask (DAC's blocks pass g
+    broadcast along their inputs)."""
 
     def forward(self, x):
-        xp = get_array_module(x)
-        y, self.mask = xp.empty_like(x), buffers.borrow_like(x, bool)  # x's layout
-
-        def part(x, y, mask):
-            xp.greater(x, 0, out=mask)
-            xp.multiply(x, mask, out=y)
-        threads.split(part, x, y, self.mask)
-        return y
+        self.mask = x > 0
+        return x * self.mask
 
     def backward(self, g):
-        xp = get_array_module(g)
-        # g's layout (the cheaper pass when it is not x's); DAC's blocks pass g broadcast
-        # along their inputs
-        gx = xp.empty_like(g if g.shape == self.mask.shape else self.mask, dtype=g.dtype)
-        g = xp.broadcast_to(g, gx.shape)
-        threads.split(lambda g, mask, gx: xp.multiply(g, mask, out=gx), g, self.mask, gx)
-        return (gx,)
-
-    def release(self):
-        buffers.give_back(self.mask)  # backward has read it, for the last time
-        super().release()
+        return (g * self.mask,)
 
 
 class LeakyReLU(Function):
@@ -103,7 +87,7 @@ class GELU(Function):
     tanh's argument is computed from x clipped to [-SATURATED, SATURATED]: past it
     tanh is +-1 exactly in float32 and float64, so nothing changes, but x^3 and the
     slope's x * x stay finite (unclipped, a large |x| gave the slope inf * 0 = NaN).
-    DAC's CUDA kernels (units/dac_cuda.cu) clip the same way.
+    DAC's CUDA kernels (fast/dac_cuda.cu) clip the same way.
     """
 
     C = math.sqrt(2 / math.pi)

@@ -1,4 +1,4 @@
-"""tinyunits.blas.axpy (y += a x, the optimisers' last line) against its NumPy reference."""
+"""tinyunits.fast.blas.axpy (y += a x, the optimisers' last line) against its NumPy reference."""
 import numpy as np
 import pytest
 import threadpoolctl

@@ -1,5 +1,8 @@
-"""tinyunits.threads: the thread count the user set, pieces in order on a pool, and
-ops that use it (conv2d, DACLinear) giving the same numbers at every thread count."""
+"""tinyunits.fast.threads: the thread count (PyTorch's default: the cores this process
+may use, for tinyunits' pieces and BLAS alike; set_num_threads and TINYUNITS_NUM_THREADS
+set BLAS's count too, and a lesson leaves it alone), pieces in order on a pool, and ops
+that use it (conv2d, DACLinear, the focusing rows) giving the same numbers at every
+thread count."""
 import os
 import threading
 
@@ -11,6 +14,8 @@ import tinyunits as tu
 from tinyunits import backend, ops
 from tinyunits.fast import threads
 from tinyunits.units.dac import DACLinearFn
+
+from fast_support import run_python, thread_counts  # noqa: F401
 
 
 @pytest.fixture(autouse=True)
@@ -76,6 +81,40 @@ def test_an_error_in_a_piece_reaches_the_caller():
         list(threads.map(piece, range(5), backend.asarray(np.zeros(1))))
 
 
+# --------------------------------------------------------------------------- defaults
+REPORT = ("import os, threadpoolctl, tinyunits as tu; "
+          "blas = [i['num_threads'] for i in threadpoolctl.threadpool_info() "
+          "if i['user_api'] == 'blas']; "
+          "print(tu.get_num_threads(), blas[0], os.environ.get('OMP_NUM_THREADS'))")
+
+
+def blas_threads():
+    return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+
+
+def test_set_num_threads_sets_blas_too():
+    for n in (1, 2):
+        tu.set_num_threads(n)
+        assert tu.get_num_threads() == n
+        assert blas_threads() and set(blas_threads()) == {n}
+
+
+def test_default_is_the_cores_this_process_may_use():
+    cores = str(len(os.sched_getaffinity(0)))
+    assert run_python(REPORT) == [cores, cores, "None"]
+
+
+def test_tinyunits_num_threads_reaches_blas():
+    assert run_python(REPORT, TINYUNITS_NUM_THREADS="1") == ["1", "1", "None"]
+
+
+def test_a_lesson_leaves_the_thread_count_alone():
+    """A lesson takes the defaults: it sets no thread count of its own."""
+    cores = str(len(os.sched_getaffinity(0)))
+    assert run_python("import _lesson; " + REPORT) == [cores, cores, "None"]
+
+
+# --------------------------------------------------------------------------- ops on threads
 def _conv_step(x, W, b, g, dtype="float32"):
     ts = [tu.tensor(a, requires_grad=True, dtype=dtype) for a in (x, W, b)]
     y = ops.conv2d(*ts, stride=1, padding=1)
@@ -107,8 +146,8 @@ def test_device_arrays_are_not_cut_into_per_thread_pieces(monkeypatch, rng):
     """On a GPU the pieces would run in order, each launching its own kernels: an op
     runs once over the batch there (conv2d in chunks of DEVICE_COLUMN_ELEMENTS), and
     gives the host's numbers. The device is played by on_host answering no."""
-    from tinyunits.ops import conv
-    from tinyunits.ops.conv import DEVICE_COLUMN_ELEMENTS, WideColumns
+    from tinyunits.fast import conv
+    from tinyunits.fast.conv import DEVICE_COLUMN_ELEMENTS, WideColumns
     threads.set_num_threads(2)
     xpad = np.zeros((400, 32, 28, 28), "float32")  # B2's second conv, batch 400
     per_sample = 32 * 9 * 26 * 28
@@ -128,3 +167,19 @@ def test_device_arrays_are_not_cut_into_per_thread_pieces(monkeypatch, rng):
         monkeypatch.setattr(conv, "DEVICE_COLUMN_ELEMENTS", cap)
         for got, want in zip(_conv_step(*arrays, dtype="float64"), on_host):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_focusing_rows_give_the_same_bits_on_any_number_of_threads(rng, thread_counts):
+    from tinyunits.units.focus import focus_coefficients
+    mu, sigma = rng.uniform(0, 1, 37), rng.uniform(0.01, 1, 37)
+    results = []
+    for n in (1, 2, 3):
+        thread_counts(n)
+        results.append(focus_coefficients(mu, sigma, 50))
+    for other in results[1:]:
+        for a, b in zip(other, results[0]):
+            np.testing.assert_array_equal(a, b)
+    d, u = results[0]
+    phi = np.exp(-d ** 2 / (2 * sigma[:, None] ** 2))
+    np.testing.assert_allclose(u, np.sqrt(50) * phi / np.linalg.norm(phi, axis=1)[:, None],
+                               rtol=1e-10, atol=1e-12)

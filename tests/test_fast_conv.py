@@ -1,0 +1,189 @@
+"""tinyunits.fast.conv: conv2d's drop-in against its reference (tinyunits.ops.conv), on
+every stride, padding, kernel size, layout and dtype; its stride-1 WideColumns against
+Columns, its chunks of the batch against one chunk, on any number of threads."""
+import numpy as np
+import pytest
+
+import tinyunits as tu
+from tinyunits import backend, ops
+from tinyunits.fast import buffers, conv
+from tinyunits.ops.conv import conv_output_size
+
+from fast_support import (both, bits_on_thread_counts, channel_major, step,  # noqa: F401
+                          thread_counts, threading)
+
+SHAPES = [  # (B, C, H, W, out, k, padding)
+    (5, 3, 7, 6, 4, 3, 1),
+    (9, 1, 28, 28, 8, 5, 2),
+    (3, 2, 4, 9, 3, 2, 0),
+    (4, 6, 5, 5, 2, 1, 0),
+    (2, 3, 3, 3, 2, 3, 0),  # one output position
+]
+
+
+def conv_step(plan, x, W, b, g, stride=1, padding=0, layout="batch"):
+    """y, dx, dW, db of the drop-in, its stride-1 columns made by `plan`."""
+    if layout == "channel":  # as a conv's or ReLU's output arrives: a (C, B, H, W) array's view
+        x = channel_major(x)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(conv, "WideColumns", plan)
+        ts = [tu.tensor(a, requires_grad=True) for a in (x, W, b)]
+        y = ops.conv2d(*ts, stride=stride, padding=padding)
+        y.backward(tu.tensor(g))
+    return [backend.to_host(a) for a in (y.data, *(t.grad for t in ts))]
+
+
+def conv_arrays(rng, shape, stride=1):
+    B, C, H, W, out, k, padding = shape
+    Ho, Wo = (conv_output_size(n, k, stride, padding) for n in (H, W))
+    return [rng.normal(size=s) for s in ((B, C, H, W), (out, C, k, k), (out,), (B, out, Ho, Wo))]
+
+
+# --------------------------------------------------------------------------- drop-in = reference
+CASES = [  # (stride, padding, k)
+    (1, 0, 1), (1, 1, 3), (1, 2, 5), (1, 0, 2), (2, 1, 3), (2, 0, 2), (3, 2, 3), (2, 2, 5)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["batch", "channel"])
+@pytest.mark.parametrize("stride,padding,k", CASES)
+def test_the_drop_in_equals_the_reference(rng, threading, stride, padding, k, layout, dtype):
+    """y, dx, dW, db as the reference's, but for the order of their sums: the drop-in
+    multiplies chunks of the batch (BLAS blocks products of another size alike) and adds
+    dW's and db's chunks up one by one. Any two orders of a sum of n terms are apart by
+    at most 2 n u sum|term| (u: the dtype's unit roundoff), sum|term| being the same
+    conv of |x|, |W|, |b| and |g|: that is the bound, per element."""
+    shape = (5, 3, 9, 8, 4, k, padding)
+    x, W, b, g = conv_arrays(rng, shape, stride)
+    if layout == "channel":
+        x = channel_major(x)
+
+    def fn(x, W, b):
+        return ops.conv2d(x, W, b, stride=stride, padding=padding)
+    got, want = both(fn, [x, W, b], g, dtype)
+    with tu.fast.disabled():
+        sums = step(fn, [np.abs(x), np.abs(W), np.abs(b)], np.abs(g), "float64")
+    B, C, out = x.shape[0], x.shape[1], W.shape[0]
+    terms = {"y": C * k * k + 1, "dx": out * k * k, "dW": g[0, 0].size * B, "db": g[0, 0].size * B}
+    u = np.finfo(dtype).eps / 2
+    for (name, n), a, b_, s in zip(terms.items(), got, want, sums):
+        assert a.dtype == b_.dtype == dtype and a.shape == b_.shape, name
+        assert np.all(np.abs(a - b_) <= 2 * n * u * s), (name, np.max(np.abs(a - b_) / s))
+
+
+@pytest.mark.parametrize("stride,padding,k", [(1, 1, 3), (2, 1, 3), (1, 0, 2), (3, 2, 3)])
+def test_the_drop_in_passes_gradcheck(rng, threading, stride, padding, k):
+    x, W, b = rng.normal(size=(3, 2, 7, 6)), rng.normal(size=(3, 2, k, k)), rng.normal(size=3)
+    assert type(ops.conv.Conv2d()) is conv.Conv2d
+    report = tu.gradcheck(lambda x, W, b: ops.conv2d(x, W, b, stride=stride, padding=padding),
+                          [x, W, b])
+    assert report.ok, report
+
+
+def test_the_drop_in_refuses_what_the_reference_refuses():
+    for make in (ops.conv.Conv2d, conv.Conv2d):
+        with pytest.raises(ValueError, match=r"conv2d: expected input \(B, 3, H, W\) for "
+                                              r"weight \(2, 3, 3, 3\), got input \(1, 2, 5, 5\)"):
+            make(padding=1).forward(np.zeros((1, 2, 5, 5)), np.zeros((2, 3, 3, 3)))
+        with pytest.raises(ValueError, match=r"padded input \(4, 4\) is smaller than the 5x5"):
+            make(padding=1).forward(np.zeros((1, 3, 2, 2)), np.zeros((2, 3, 5, 5)))
+
+
+# --------------------------------------------------------------------------- the drop-in's parts
+@pytest.mark.parametrize("layout", ["batch", "channel"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_wide_columns_equal_columns(rng, float64, shape, layout):
+    """y and dx sum the same terms in the same order; dW adds zero terms too."""
+    arrays = conv_arrays(rng, shape)
+    want = conv_step(conv.Columns, *arrays, padding=shape[-1], layout=layout)
+    got = conv_step(conv.WideColumns, *arrays, padding=shape[-1], layout=layout)
+    for name, a, b in zip(("y", "dx", "dW", "db"), got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+def test_wide_columns_drop_what_they_read_past_a_row(rng, float64):
+    """A wide column's values past Wo mix two rows; a huge value there must not leak."""
+    x, W, b, g = conv_arrays(rng, (2, 2, 5, 6, 3, 3, 0))
+    x[:, :, :, :2] = 1e300  # read only by the dropped columns' taps q > 0 ... and real ones
+    want = conv_step(conv.Columns, x, W, b, g)
+    got = conv_step(conv.WideColumns, x, W, b, g)
+    for a, b_ in zip(got, want):
+        np.testing.assert_allclose(a, b_, rtol=1e-12)
+
+
+@pytest.mark.parametrize("batch", [1, 5])  # one chunk (its first use of the buffer), several
+@pytest.mark.parametrize("plan", [conv.Columns, conv.WideColumns])
+def test_conv_reads_nothing_a_borrowed_buffer_held(rng, float64, monkeypatch, plan, batch):
+    """Scratch comes back holding a former user's numbers (NaN here): every entry the conv
+    reads is written first. (WideColumns' last chunk has columns past the input's end:
+    zeroed.)"""
+    arrays = conv_arrays(rng, (batch, 3, 7, 6, 4, 3, 1))
+    want = conv_step(plan, *arrays, padding=1)
+    monkeypatch.setattr(buffers, "borrow",
+                        lambda xp, shape, dtype: xp.full(shape, np.nan, dtype=dtype))
+    got = conv_step(plan, *arrays, padding=1)
+    for name, a, b in zip(("y", "dx", "dW", "db"), got, want):
+        np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+@pytest.mark.parametrize("plan", [conv.Columns, conv.WideColumns])
+@pytest.mark.parametrize("stride", [1, 2])
+def test_chunks_of_the_batch_equal_one_chunk(rng, float64, monkeypatch, plan, stride):
+    """Chunks of one sample (the last one short) against the whole batch in one chunk."""
+    shape = (7, 3, 9, 8, 4, 3, 1)
+    arrays = conv_arrays(rng, shape, stride)
+    monkeypatch.setattr(conv, "COLUMN_ELEMENTS", 2 ** 30)
+    whole = conv_step(plan, *arrays, stride=stride, padding=1)
+    per_sample = 3 * 9 * conv_output_size(9, 3, stride, 1) * 9
+    monkeypatch.setattr(conv, "COLUMN_ELEMENTS", 2 * per_sample)  # 2 samples a chunk: 2+2+2+1
+    chunked = conv_step(plan, *arrays, stride=stride, padding=1)
+    for name, a, b in zip(("y", "dx", "dW", "db"), chunked, whole):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+def test_conv_matches_the_definition(rng, float64):
+    """y[b,o,h,w] = sum_{c,p,q} W[o,c,p,q] xpad[b,c,h+p,w+q] + bias[o], dW likewise."""
+    x, W, b, g = conv_arrays(rng, (3, 2, 6, 7, 4, 3, 1))
+    y, dx, dW, db = conv_step(conv.WideColumns, x, W, b, g, padding=1)
+    xpad = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    windows = np.lib.stride_tricks.sliding_window_view(xpad, (3, 3), axis=(2, 3))
+    np.testing.assert_allclose(y, np.einsum("bchwpq,ocpq->bohw", windows, W)
+                               + b[:, None, None], rtol=1e-12)
+    np.testing.assert_allclose(dW, np.einsum("bohw,bchwpq->ocpq", g, windows), rtol=1e-12)
+    np.testing.assert_allclose(db, g.sum(axis=(0, 2, 3)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_chunks_on_threads_give_the_same_bits(rng, thread_counts, monkeypatch, stride):
+    """Chunks of the batch on 1, 2, 3 threads (each a run of chunks, BLAS on one
+    thread): the same bits, dW added up in chunk order whoever made each part."""
+    arrays = [a.astype("float32") for a in conv_arrays(rng, (9, 3, 8, 7, 4, 3, 1), stride)]
+    monkeypatch.setattr(conv, "COLUMN_ELEMENTS", 1)  # a chunk per sample
+    results = []
+    for n in (1, 2, 3):
+        thread_counts(n)
+        results.append(conv_step(conv.WideColumns, *arrays, stride=stride, padding=1))
+    for other in results[1:]:
+        for a, b in zip(other, results[0]):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_conv_gives_the_same_bits_on_any_number_of_threads(rng, thread_counts):
+    bits_on_thread_counts(lambda x: ops.conv2d(x, x[:3, :2], padding=1), rng, thread_counts)
+
+
+def test_short_rows_unbuffered_is_scoped_and_keeps_the_error_settings():
+    """The small ufunc buffer holds inside the block only; errstate's settings are kept
+    inside and restored after (numpy ties the buffer size to errstate's scope)."""
+    x = np.zeros((4, 100), np.float32)
+    before = np.getbufsize()
+    with np.errstate(over="raise"):
+        with conv.short_rows_unbuffered(x):
+            assert np.getbufsize() == conv.SHORT_ROWS_BUFSIZE < before
+            with pytest.raises(FloatingPointError):
+                np.float32(3e38) * np.float32(10)
+        assert np.getbufsize() == before
+    with pytest.raises(ValueError):  # restored after an error inside the block too
+        with conv.short_rows_unbuffered(x):
+            raise ValueError
+    assert np.getbufsize() == before

@@ -1,0 +1,65 @@
+"""tinyunits.fast.elementwise: ReLU's drop-in gives its reference's bits (tinyunits.ops's
+x * (x > 0)), in either layout and dtype, for a g broadcast as DAC's blocks pass it,
+and on any number of threads."""
+import numpy as np
+import pytest
+
+import tinyunits as tu
+from tinyunits import backend, ops
+from tinyunits.fast import elementwise
+
+from fast_support import (assert_same_bits, both, bits_on_thread_counts,  # noqa: F401
+                          channel_major, thread_counts, threading)
+
+
+# -inf * (x > 0) and inf * 0 are NaN, in the drop-in as in the reference: NumPy warns
+pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in multiply")
+
+
+def awkward(rng, shape, at=0):
+    """Normal values with 0.0, -0.0, NaN, +-inf and tiny ones among them, from `at` on."""
+    x = rng.normal(size=shape)
+    x.flat[at:at + 7] = (0.0, -0.0, np.nan, np.inf, -np.inf, 1e-300, -1e-300)
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["batch", "channel"])
+def test_the_drop_in_gives_the_references_bits(rng, threading, layout, dtype):
+    """-0.0 for negative x and for -0.0, NaN stays NaN, in y and in dx."""
+    x, g = awkward(rng, (6, 3, 5, 4)), awkward(rng, (6, 3, 5, 4), at=7)  # g's apart from x's
+    if layout == "channel":  # as a conv's output arrives; g arrives batch-major
+        x = channel_major(x)
+    got, want = both(ops.relu, [x], g, dtype)
+    assert_same_bits(got, want, ("y", "dx"))
+    assert np.signbit(want[0].flat[1]) and np.isnan(want[0].flat[2])
+
+
+@pytest.mark.parametrize("g_shape", [(4, 6, 1), (4, 6, 5), (1, 6, 5)])
+def test_a_broadcast_g_gives_the_references_bits(rng, threading, g_shape):
+    """DAC's blocks call backward with g broadcast along their inputs: phi'(z) * g is
+    then of z's shape."""
+    z = awkward(rng, (4, 6, 5)).astype("float32")
+    g = awkward(rng, g_shape, at=min(3, np.prod(g_shape) - 7)).astype("float32")
+    results = []
+    for make in (elementwise.ReLU, ops.elementwise.ReLU):
+        with tu.fast.disabled():  # each class as it is, not replaced
+            fn = make()
+        z_ = backend.asarray(z)
+        y = fn.forward(z_)
+        results.append([backend.to_host(y), backend.to_host(fn.backward(backend.asarray(g))[0])])
+        fn.release()
+    assert results[0][1].shape == z.shape
+    assert_same_bits(results[0], results[1], ("y", "dx"))
+
+
+def test_the_drop_in_passes_gradcheck(rng, threading):
+    x = rng.normal(size=(4, 3, 5, 5))
+    x[np.abs(x) < 0.05] = 0.5  # central differences across the kink at 0 would be wrong
+    assert type(ops.elementwise.ReLU()) is elementwise.ReLU
+    report = tu.gradcheck(ops.relu, [x])
+    assert report.ok, report
+
+
+def test_relu_gives_the_same_bits_on_any_number_of_threads(rng, thread_counts):
+    bits_on_thread_counts(ops.relu, rng, thread_counts)

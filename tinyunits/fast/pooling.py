@@ -1,0 +1,96 @@
+"""Pooling's drop-ins: the reference's strided views, each pass in place, on the threads.
+
+The reference (tinyunits/ops/pooling.py) makes a new array for every pass over the
+k*k views. Here every pass writes into its output (`out=`), so a step makes no
+temporaries, and the passes are split over the batch on the CPU threads
+(tinyunits.fast.threads), each thread its own samples. The output and dx are laid
+out as x (channel-major after a conv), and max pooling's positions are a buffer lent
+from step to step (tinyunits.fast.buffers). The same bits as the reference: each
+element is the same maximum, sum or product, in the same order.
+"""
+from ..backend import get_array_module
+from ..ops import pooling
+from . import buffers, threads
+
+
+def _order(a):
+    """a's axes from the slowest-varying in memory to the fastest."""
+    return sorted(range(a.ndim), key=lambda axis: -abs(a.strides[axis]))
+
+
+def _copy_laid_out_as(a, like):
+    out = get_array_module(a).empty_like(like, dtype=a.dtype)
+    out[...] = a
+    return out
+
+
+class _Threaded:
+    """forward and backward of a pooling over the threads' shares of the batch: the
+    subclass's pool_part and unpool_part write the samples I of y and of dx."""
+
+    def forward(self, x):
+        windows = self.windows(x)
+        self.x = x  # for backward: dx is laid out as x (channel-major after a conv)
+        # x's layout (channel-major after a conv); an average of integers is float64
+        y = get_array_module(x).empty_like(windows[0], dtype=self.out_dtype(x.dtype))
+        self.start(y)
+        threads.run_per_thread(lambda I: self.pool_part([w[I] for w in windows], y[I], I),
+                               x.shape[0], x.size, like=x)
+        return y
+
+    def backward(self, g):
+        xp, k = get_array_module(g), self.k
+        cropped = self.x.shape[2] % k or self.x.shape[3] % k
+        gx = (xp.zeros_like if cropped else xp.empty_like)(self.x, dtype=g.dtype)  # cropped: 0
+        views = self.windows(gx)
+        # as a flattening's gradient arrives: batch-major. Copied to dx's layout (one pass
+        # over g, not k*k mixed-order ones), each thread its share
+        relayout = _order(g) != _order(views[0])
+
+        def piece(I):
+            gI = _copy_laid_out_as(g[I], views[0][I]) if relayout else g[I]
+            self.unpool_part(gI, [v[I] for v in views], I)
+        threads.run_per_thread(piece, g.shape[0], gx.size, like=g)
+        return (gx,)
+
+    def start(self, y):
+        """Make what pool_part() fills in for backward, for the output y."""
+
+
+class MaxPool2d(_Threaded, pooling.MaxPool2d):
+    def start(self, y):
+        # position of the maximum so far, in y's layout; int8 holds k*k <= 127
+        self.arg = buffers.borrow_like(y, "int8" if self.k * self.k <= 127 else "int32")
+
+    def release(self):
+        buffers.give_back(self.arg)  # backward has read it, for the last time
+        super().release()
+
+    def pool_part(self, windows, y, I):
+        xp, arg = get_array_module(y), self.arg[I]
+        y[...] = windows[0]
+        arg[...] = 0
+        later, moved = xp.empty_like(y, dtype=bool), xp.empty_like(arg)
+        for i, w in enumerate(windows[1:], start=1):
+            xp.greater(w, y, out=later)  # strict: a tie keeps the earlier position
+            # arg = i where w is a new maximum: i is larger than every position before it,
+            # so a maximum does it (a masked copy costs 50x more on NumPy)
+            xp.maximum(arg, xp.multiply(later, arg.dtype.type(i), out=moved), out=arg)
+            xp.maximum(y, w, out=y)
+
+    def unpool_part(self, g, views, I):
+        xp, arg = get_array_module(g), self.arg[I]
+        for i, view in enumerate(views):
+            xp.multiply(g, arg == i, out=view)
+
+
+class AvgPool2d(_Threaded, pooling.AvgPool2d):
+    def pool_part(self, windows, y, I):
+        y[...] = windows[0]
+        for w in windows[1:]:
+            y += w
+        y /= self.k * self.k
+
+    def unpool_part(self, g, views, I):
+        for view in views:
+            get_array_module(g).divide(g, self.k * self.k, out=view)
