@@ -84,12 +84,6 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import pooch
 
-try:
-    from numpy._core.multiarray import _reconstruct as _np_reconstruct
-except ImportError:  # NumPy < 2 has no numpy._core
-    from numpy.core.multiarray import _reconstruct as _np_reconstruct
-
-
 # How a user runs this file: the script in a checkout, the module once installed (setup.py).
 _COMMAND = ("python datasets.py" if __spec__ is None or __spec__.name == "datasets"
             else f"python -m {__spec__.name}")
@@ -537,8 +531,10 @@ def _plain_dtype(*args):
     return dtype
 
 
+# The admitted globals; None: found as pickle finds it (numpy's array rebuilder is a
+# private name of numpy's, which NumPy itself maps from its old module path)
 _PICKLE_GLOBALS = {
-    ("numpy.core.multiarray", "_reconstruct"): _np_reconstruct,
+    ("numpy.core.multiarray", "_reconstruct"): None,
     ("numpy", "ndarray"): np.ndarray,
     ("numpy", "dtype"): _plain_dtype,
 }
@@ -557,12 +553,10 @@ class _PlainDataUnpickler(pickle.Unpickler):
 
     def find_class(self, module, name):
         """Resolve only the admitted globals."""
-        try:
-            return _PICKLE_GLOBALS[(module, name)]
-        except KeyError:
+        if (module, name) not in _PICKLE_GLOBALS:
             raise pickle.UnpicklingError(
-                f"refused global {module}.{name}: only plain data and NumPy arrays are allowed"
-            ) from None
+                f"refused global {module}.{name}: only plain data and NumPy arrays are allowed")
+        return _PICKLE_GLOBALS[(module, name)] or super().find_class(module, name)
 
 
 def _read_cifar_batch(path):
