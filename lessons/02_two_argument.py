@@ -5,7 +5,7 @@
 # XOR Operations Like Cortical Neurons" (IEEE Access 2022); our account of it, with
 # the equations, settings and what we took from the authors' code:
 # [docs/papers/two_argument.md](../docs/papers/two_argument.md).
-# Code: tinyunits/units/multiarg.py.
+# Code: tinyunits/units/two_argument.py.
 #
 # A usual neuron computes relu(w . x). Here the nonlinearity itself is learned:
 # each unit takes *two* weighted sums (x1, x2) of its inputs, like the basal and
@@ -101,8 +101,8 @@ results.add("data", DATA, DATA == "MNIST", rule="the paper's data set")
 # **Your turn.** In MultiArgActivation's backward, the shared inner net's
 # parameters get the *sum* of the gradients from every unit and every sample that
 # used them, as a value used twice adds its gradients (lesson 0). The exercise
-# `multiarg_inner`
-# asks you to write it; grade it with `python -m tinyunits.course grade --only multiarg_inner`.
+# `two_argument_inner` asks you to write it; grade it with
+# `python -m tinyunits.course grade --only two_argument_inner`.
 
 # %%
 def count(n_args, width):

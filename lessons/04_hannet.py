@@ -3,7 +3,7 @@
 #
 # Paper: "Variability of neural networks and Han-layer"; our account of it, with the
 # equations, settings, what we settled and the errata we found:
-# [docs/papers/hannet.md](../docs/papers/hannet.md). Code: tinyunits/units/han.py.
+# [docs/papers/hannet.md](../docs/papers/hannet.md). Code: tinyunits/units/hannet.py.
 #
 # A fully connected layer spends d^2 + d parameters on d activations. The paper
 # asks what a network of *fixed parameter count* can express as it gets deeper,
@@ -41,7 +41,7 @@ import datasets
 import tinyunits as tu
 from tinyunits import nn, ops, optim
 from tinyunits.train import accuracy, evaluate, fit
-from tinyunits.units import han_measures as hm
+from tinyunits.units import hannet_measures as hm
 from lessons import verdicts
 from lessons.closing import hannet as closing  # the closing table's rows: store, evidence, rule
 from lessons.plots import hannet as plots
@@ -283,10 +283,11 @@ tu.set_default_dtype("float32")
 
 # %% [markdown]
 # **Your turn.** The Han-layer's backward is short (a few lines of
-# tinyunits/units/han.py): with g = dL/dy and g_z = g * sign(z), dL/dx = H g_z, because
+# tinyunits/units/hannet.py): with g = dL/dy and g_z = g * sign(z), dL/dx = H g_z, because
 # H is symmetric, and dL/du follows from z = x - 2 (x . u_hat) u_hat + b through the
-# normalisation u_hat = u / ||u||. The exercises `han_dx` and `han_du` ask you to
-# write these two; grade them with `python -m tinyunits.course grade --only han_dx han_du`.
+# normalisation u_hat = u / ||u||. The exercises `hannet_dx` and `hannet_du` ask you
+# to write these two; grade them with
+# `python -m tinyunits.course grade --only hannet_dx hannet_du`.
 #
 # ## 4. The checkerboard (section 5.2.1, Figure 4)
 #

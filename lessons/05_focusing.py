@@ -3,7 +3,7 @@
 #
 # Paper: "An Adaptive Locally Connected Neuron Model: Focusing Neuron" (Tek);
 # our account of it, with the equations, settings and what we settled:
-# [docs/papers/focusing.md](../docs/papers/focusing.md). Code: tinyunits/units/focus.py.
+# [docs/papers/focusing.md](../docs/papers/focusing.md). Code: tinyunits/units/focusing.py.
 #
 # A dense neuron weighs every input. A focusing neuron (eq. 5) multiplies each
 # weight by a focus coefficient that depends on *where* the input sits:
@@ -146,12 +146,12 @@ figure(plots.focus_function(p, shapes, derivatives, mu, sigma), "focus_function.
 # alone (dotted) says widening the focus raises every coefficient; with the
 # norm held at sqrt(m), widening must lower the peak to lift the flanks. The
 # normaliser is not a detail: leave it out of the backward and the gradients of
-# mu and sigma are wrong by tens of percent (tinyunits/checks/focus.py checks
+# mu and sigma are wrong by tens of percent (tinyunits/checks/focusing.py checks
 # narrow and edge foci, where it matters most).
 #
 # **Your turn** (before the next cell, which needs your code). Two exercises
 # ask for the gradients above, in `FocusingLinearFn.backward`
-# (tinyunits/units/focus.py): `focus_dmu` sets `gmu`, `focus_dsigma` sets
+# (tinyunits/units/focusing.py): `focusing_dmu` sets `gmu`, `focusing_dsigma` sets
 # `gsigma`, each one number per neuron. At the stub, for every neuron j (rows)
 # and input i (columns): `d[j, i]` = d_i, `u` = u, `s` = sigma, `m` = m,
 # `ud` = u * d, `Q[j]` = Q; and `q[j, i]` = q_i d_i: q **already includes d**,

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -27,10 +28,10 @@ CONTRACT = {  # the agreed contract: each exercise and the lesson that explains 
     **dict.fromkeys(["engine_mul", "engine_div", "engine_sigmoid", "engine_sum_to",
                      "engine_matmul", "engine_softmax_ce"], "lessons/00_engine.py"),
     **dict.fromkeys(["dac_dW", "dac_dB", "dac_dx", "dac_conv"], "lessons/01_dac.py"),
-    "multiarg_inner": "lessons/02_two_argument.py",
+    "two_argument_inner": "lessons/02_two_argument.py",
     **dict.fromkeys(["tmaf_levels", "tmaf_tridiagonal"], "lessons/03_tmaf.py"),
-    **dict.fromkeys(["han_du", "han_dx"], "lessons/04_hannet.py"),
-    **dict.fromkeys(["focus_dmu", "focus_dsigma"], "lessons/05_focusing.py"),
+    **dict.fromkeys(["hannet_du", "hannet_dx"], "lessons/04_hannet.py"),
+    **dict.fromkeys(["focusing_dmu", "focusing_dsigma"], "lessons/05_focusing.py"),
 }
 PAPERS = {"docs/papers/dac.md", "docs/papers/two_argument.md", "docs/papers/tmaf.md",
           "docs/papers/hannet.md", "docs/papers/focusing.md"}
@@ -172,16 +173,16 @@ def test_student_refuses_a_non_empty_folder_or_one_inside_the_tree(tmp_path):
 # --------------------------------------------------------------------------- planted mistakes
 PLANTS = {  # a mistake -> (exercise, its new region lines, what the feedback must say)
     "focusing dmu without the normaliser term": (
-        "focus_dmu", ["gmu = q.sum(axis=1) / (s * s)"], ["dmu wrong", "normaliser term"]),
+        "focusing_dmu", ["gmu = q.sum(axis=1) / (s * s)"], ["dmu wrong", "normaliser term"]),
     "focusing dsigma without the normaliser term": (
-        "focus_dsigma", ["gsigma = rowdot(q, d) / (s * s * s)"],
+        "focusing_dsigma", ["gsigma = rowdot(q, d) / (s * s * s)"],
         ["dsigma wrong", "normaliser term"]),
     "DAC dB without the factor W": (
         "dac_dB", ["gB[I] = M.sum(axis=1)"], ["dB wrong", "missing the factor W"]),
     "DAC dx with the standard unit's shared mask": (
         "dac_dx", ["gx += (gT.T @ W[I]) * (x > 0)"], ["dx wrong", "one mask"]),
     "HanLayer du with the sign flipped": (
-        "han_du", ["g_u_hat = 2 * (t @ x + s @ g_z)",
+        "hannet_du", ["g_u_hat = 2 * (t @ x + s @ g_z)",
                    "gu = (g_u_hat - u_hat * (u_hat @ g_u_hat)) / self.norm"],
         ["du wrong", "wrong sign"]),
     "matmul backward transposed": (  # db wrong in shape, and in value for a square b
@@ -243,6 +244,23 @@ def test_a_broken_hidden_file_fails_its_exercises_without_showing_its_code(tmp_p
     assert "SECRET" not in results[0].output and "42" not in results[0].output
 
 
+def test_an_old_exercise_name_still_names_its_exercise_with_a_deprecation_warning(tmp_path):
+    """han_dx is hannet_dx now: a command line and a hidden file that use the old name
+    grade the exercise under its new name, and each use warns (FutureWarning: shown)."""
+    (tmp_path / "old.py").write_text(  # a case that cannot be built: it shows it was used
+        "def cases(checks):\n"
+        "    return {'han_dx': [checks.Case('old', lambda: 1 / 0, [], {0: 'dx'})]}\n")
+    run = subprocess.run([sys.executable, "-m", "tinyunits.course", "grade", str(ROOT),
+                          "--only", "han_dx", "--hidden", str(tmp_path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert re.search(r"^hannet_dx +FAIL +0 / 2$", run.stdout, re.M), run.stdout
+    assert "hidden case: could not be built (ZeroDivisionError)" in run.stdout
+    warned = re.findall(r"FutureWarning: exercise 'han_dx' is deprecated: it is now called "
+                        r"'hannet_dx'", run.stderr)
+    assert len(warned) == 2, run.stderr  # --only, then the hidden file's key
+
+
 # --------------------------------------------------------------------------- CLI, JSON, CSV
 def test_json_prints_gradescope_results_and_nothing_else(student):
     run = subprocess.run([sys.executable, "-m", "tinyunits.course", "grade", str(student),
@@ -261,7 +279,7 @@ def test_grade_all_writes_one_csv_row_per_student(solved, student, tmp_path):
     (tmp_path / "alice").symlink_to(solved)
     (tmp_path / "bob").symlink_to(student)
     out = io.StringIO()
-    assert grade_all(tmp_path, out, only=["engine_mul", "han_dx"]) == 2
+    assert grade_all(tmp_path, out, only=["engine_mul", "hannet_dx"]) == 2
     rows = list(csv.reader(io.StringIO(out.getvalue())))
-    assert rows == [["student", "total", "max", "engine_mul", "han_dx"],
+    assert rows == [["student", "total", "max", "engine_mul", "hannet_dx"],
                     ["alice", "3", "3", "1", "2"], ["bob", "0", "3", "0", "0"]]

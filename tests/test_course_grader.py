@@ -54,7 +54,7 @@ SIX = {  # mistake -> (exercise, the region's new lines, what the feedback must 
         ["batch axes on B only: backward raised ValueError",
          "da alone raises it, db alone does not"]),
     "inner net: a plain dX.reshape(x_shape), wrong for conv maps with n_args >= 2": (
-        "multiarg_inner", lambda: edited("multiarg_inner", "return (self._from_points",
+        "two_argument_inner", lambda: edited("two_argument_inner", "return (self._from_points",
                                          ["return (dX.reshape(self.x_shape),) + tuple(grads)"]),
         ["n_args 2, x (2, 4, 3, 3) (conv map): dx wrong", "plain reshape"]),
     "DAC dB with W for W[I], wrong once a layer spans several blocks": (
@@ -65,11 +65,11 @@ SIX = {  # mistake -> (exercise, the region's new lines, what the feedback must 
         ["every input requiring a gradient: dx wrong when dB is computed too",
          "changed M in place"]),
     "Han dx changing g_z in place": (
-        "han_dx", lambda: ["g_z -= (2 * t)[:, None] * u_hat", "gx = g_z"],
+        "hannet_dx", lambda: ["g_z -= (2 * t)[:, None] * u_hat", "gx = g_z"],
         ["every input requiring a gradient: db wrong when dx is computed too",
          "changed g_z in place"]),
     "a float32 gradient for a float64 layer": (
-        "han_dx", lambda: ["gx = (g_z - (2 * t)[:, None] * u_hat).astype('float32')"],
+        "hannet_dx", lambda: ["gx = (g_z - (2 * t)[:, None] * u_hat).astype('float32')"],
         ["dx has dtype float32, the input has float64"]),
 }
 
@@ -99,7 +99,7 @@ def test_the_library_passes_every_new_case_and_says_so():
     assert "every input requiring a gradient: dx, dW unchanged when dB is computed too" in out
     assert "3 blocks of one output unit: dB ok" in out
     assert "(3, 4) @ (2, 4, 5), batch axes on B only: da, db ok" in results["engine_matmul"].output
-    assert "n_args 3, x (2, 6, 3, 3) (conv map)" in results["multiarg_inner"].output
+    assert "n_args 3, x (2, 6, 3, 3) (conv map)" in results["two_argument_inner"].output
     assert "3 blocks of one output channel: dx, dW, dB ok" in results["dac_conv"].output
 
 

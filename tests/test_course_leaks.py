@@ -177,12 +177,12 @@ def test_derivations_become_a_note_naming_the_exercises(student):
 
 def test_derivation_markers_are_checked():
     with pytest.raises(ValueError, match="never ends"):
-        derivations_in("    BEGIN DERIVATION han_dx\n    dL/dx = H g_z\n")
+        derivations_in("    BEGIN DERIVATION hannet_dx\n    dL/dx = H g_z\n")
     with pytest.raises(ValueError, match="unknown exercise"):
-        derivations_in("    BEGIN DERIVATION han_dz\n    END DERIVATION han_dz\n")
-    text = '"""Head.\n\n    y = f(x)\n    BEGIN DERIVATION han_dx\n    dy = g\n' \
-           '    END DERIVATION han_dx\n"""\n'
-    assert strip(text) == ('"""Head.\n\n    y = f(x)\n    (exercise han_dx: yours to work out; '
+        derivations_in("    BEGIN DERIVATION hannet_dz\n    END DERIVATION hannet_dz\n")
+    text = '"""Head.\n\n    y = f(x)\n    BEGIN DERIVATION hannet_dx\n    dy = g\n' \
+           '    END DERIVATION hannet_dx\n"""\n'
+    assert strip(text) == ('"""Head.\n\n    y = f(x)\n    (exercise hannet_dx: yours to work out; '
                            'see docs/papers/hannet.md, lessons/04_hannet.py)\n"""\n')
 
 
@@ -191,7 +191,7 @@ def test_the_site_holds_no_solution_line(site, lines):
     found = leaks(site, lines)
     assert not found, f"{len(found)} solution lines on the site:\n" + report(found)
     api = html.unescape(TAG.sub("", (site / "api" / "units" / "index.html").read_text()))
-    assert "raise NotImplementedError('han_du: not implemented yet" in api  # the stub is shown
+    assert "raise NotImplementedError('hannet_du: not implemented yet" in api  # the stub is shown
 
 
 def plant(site, student, tree, line_of):
@@ -205,13 +205,13 @@ def plant(site, student, tree, line_of):
         (tree / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(origin / rel, tree / rel)
     with open(tree / "lessons/00_engine.py", "a") as lesson:  # as written, re-indented
-        lesson.write(f"\n        {line_of['han_du']}\n")
+        lesson.write(f"\n        {line_of['hannet_du']}\n")
     page = (tree / "api/units/index.html").read_text()  # highlighted, with entities
     code_html = pygments.highlight(line_of["dac_dx"], PythonLexer(), HtmlFormatter())
     (tree / "api/units/index.html").write_text(page.replace("</article>", code_html + "</article>", 1))
     index = json.loads((tree / "search/search_index.json").read_text())  # indexed
     index["docs"].append({"location": "planted/", "title": "planted",
-                          "text": html.escape(line_of["focus_dmu"])})
+                          "text": html.escape(line_of["focusing_dmu"])})
     (tree / "search/search_index.json").write_text(json.dumps(index))
     notebook = json.loads((tree / "lessons/00_engine/00_engine.ipynb").read_text())
     notebook["cells"][-1]["outputs"] = [{"output_type": "stream", "name": "stdout",
@@ -222,15 +222,15 @@ def plant(site, student, tree, line_of):
 def test_a_planted_leak_is_caught_in_every_form(site, student, lines, tmp_path):
     regions = {r.name: r for r in all_regions(ROOT)}
     line_of = {name: next(code(l) for l in regions[name].lines if code(l) in lines)
-               for name in ("han_du", "dac_dx", "focus_dmu")}
+               for name in ("hannet_du", "dac_dx", "focusing_dmu")}
     line_of["derivation"] = next(normal(l) for d in all_derivations(ROOT) for l in d.lines
                                  if normal(l) in lines)
     assert '"' in line_of["dac_dx"] and ">" in line_of["dac_dx"]  # entities in the HTML
     plant(site, student, tmp_path, line_of)
     found = leaks(tmp_path, lines)
-    assert found == {line_of["han_du"]: ["lessons/00_engine.py"],
+    assert found == {line_of["hannet_du"]: ["lessons/00_engine.py"],
                      line_of["dac_dx"]: ["api/units/index.html"],
-                     line_of["focus_dmu"]: ["search/search_index.json"],
+                     line_of["focusing_dmu"]: ["search/search_index.json"],
                      line_of["derivation"]: ["lessons/00_engine/00_engine.ipynb"]}, report(found)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import tinyunits as tu
 from tinyunits import backend, nn, optim
-from tinyunits.units.focus import SIGMA_RANGE
+from tinyunits.units.focusing import SIGMA_RANGE
 
 host = backend.to_host
 

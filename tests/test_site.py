@@ -93,7 +93,7 @@ def test_exercises_page_lists_the_registry(hooks, monkeypatch):
     stub = types.ModuleType("tinyunits.course")
     stub.EXERCISES = [types.SimpleNamespace(name="dac_dB", points=3, hint="the factor W[i,j]",
                                             equation="eq. (7)", lesson="lessons/01_dac.py"),
-                      types.SimpleNamespace(name="han_du", points=4, hint="the normaliser",
+                      types.SimpleNamespace(name="hannet_du", points=4, hint="the normaliser",
                                             equation="eq. (11)", lesson="lessons/04_hannet.py")]
     monkeypatch.setitem(sys.modules, "tinyunits.course", stub)
     page = hooks.exercises_page()

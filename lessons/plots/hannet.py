@@ -2,7 +2,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from tinyunits.units import han_measures as hm
+from tinyunits.units import hannet_measures as hm
 
 
 def landscapes(maps, rows, flat):

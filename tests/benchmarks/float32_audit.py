@@ -26,7 +26,7 @@ seen = []
 # Cases whose builder itself makes float64 arrays the cast below cannot reach.
 BUILT_IN_FLOAT64 = {
     "batch_norm_eval": "the case's running statistics are float64 constants",
-    "focus_linear_pruned": "the case prunes in float64, so its mask is float64",
+    "focusing_linear_pruned": "the case prunes in float64, so its mask is float64",
 }
 
 

@@ -3,7 +3,7 @@ import argparse
 import json
 import sys
 
-from .exercises import BY_NAME
+from .exercises import BY_NAME, current_name
 from .grade import SOURCE_ROOT, TIMEOUT, grade, grade_all, gradescope, table
 from .source import write_student_copy
 
@@ -22,8 +22,8 @@ def main(argv=None) -> int:
     many.add_argument("submissions")
     many.add_argument("--csv", help="write the CSV here (default: standard output)")
     for p in (one, many):
-        p.add_argument("--only", nargs="+", metavar="NAME", choices=sorted(BY_NAME),
-                       help="grade only these exercises")
+        p.add_argument("--only", nargs="+", metavar="NAME", type=current_name,
+                       choices=sorted(BY_NAME), help="grade only these exercises")
         p.add_argument("--hidden", help="folder of hidden checks (default: "
                        "$TINYUNITS_COURSE_HIDDEN, else course_hidden/ of this checkout)")
         p.add_argument("--timeout", type=float, default=TIMEOUT, metavar="SECONDS",

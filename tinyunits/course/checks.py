@@ -40,9 +40,9 @@ from dataclasses import dataclass, field, replace
 import tinyunits as tu
 from tinyunits import validate, backend, checks as data_helpers
 from tinyunits.checks.dac import _off_kink_biases, _off_kink_inputs
-from tinyunits.checks.focus import _layer as _focus_layer
-from tinyunits.checks.han import MARGIN as HAN_MARGIN, _input_with_pre_activation
-from tinyunits.checks.multiarg import _activation_case
+from tinyunits.checks.focusing import _layer as _focus_layer
+from tinyunits.checks.hannet import MARGIN as HANNET_MARGIN, _input_with_pre_activation
+from tinyunits.checks.two_argument import _activation_case
 from tinyunits.checks.tmaf import BREAKPOINTS, between_breakpoints
 from tinyunits.course.broadcast import BroadcastTo
 from tinyunits.gradcheck import _sweep
@@ -53,10 +53,10 @@ from tinyunits.ops.loss import SoftmaxCrossEntropy
 from tinyunits.ops.matmul import MatMul
 from tinyunits.tensor import Tensor
 from tinyunits.units.dac import DACConv2d, DACConv2dFn, DACLinear, DACLinearFn
-from tinyunits.units.focus import FocusingLinearFn
-from tinyunits.units.han import HanFn, HanLayer
-from tinyunits.units.multiarg import InnerNetFn
+from tinyunits.units.focusing import FocusingLinearFn
+from tinyunits.units.hannet import HanFn, HanLayer
 from tinyunits.units.tmaf import DiagonalTMAFFn, TridiagonalTMAFFn
+from tinyunits.units.two_argument import InnerNetFn
 
 np = backend.host_module()
 data = data_helpers.data
@@ -518,7 +518,7 @@ def _plainly_reshaped(n):
     return lambda ref, g, inputs, numeric: InnerNetFn(n)._to_points(ref).reshape(ref.shape)
 
 
-def multiarg_inner():
+def two_argument_inner():
     cases = []
     for n, shape, frozen in [(2, (4, 6), False), (1, (2, 2, 3, 3), False), (3, (1, 3), False),
                              (1, (4, 3), False), (3, (4, 9), False), (2, (2, 4, 3, 3), False),
@@ -547,7 +547,7 @@ def _tmaf_cases(fn, n_params, graded):
     return cases + [_with_every_input(cases[0])]
 
 
-HAN_NAMES = ("dx", "du", "db")
+HANNET_NAMES = ("dx", "du", "db")
 CHANGED_G_Z = ("dx's lines changed g_z in place (to dx), and db, the sum of g_z, reads it "
                "after them")
 
@@ -560,19 +560,19 @@ def _db_from_changed_g_z(axis):
     return wrong
 
 
-def _han_cases(graded):
+def _hannet_cases(graded):
     cases = []
     for shape, axis, bias, act in [((5, 6), -1, True, "abs"), ((3, 4, 5), -2, True, "abs"),
                                    ((1, 6), -1, True, "abs"), ((4, 5), -1, False, "abs"),
                                    ((5, 6), -1, True, "relu")]:
         layer = HanLayer(shape[axis], bias=bias, axis=axis, activation=act)
-        x = _input_with_pre_activation(layer, data(*shape, margin=HAN_MARGIN))
+        x = _input_with_pre_activation(layer, data(*shape, margin=HANNET_MARGIN))
         u = 2.5 * _host(layer.u)  # ||u|| != 1, so the 1/||u|| of the normalisation counts
         extra = ("" if bias else ", no bias") + ("" if act == "abs" else ", ReLU (Table 7)")
         cases.append(Case(f"x {shape}, axis {axis}, ||u|| 2.5{extra}",
                           lambda axis=axis, act=act: HanFn(axis, act),
                           [_host(x), u] + ([_host(layer.bias)] if bias else []), graded,
-                          names=HAN_NAMES[:3 if bias else 2]))
+                          names=HANNET_NAMES[:3 if bias else 2]))
     return cases + [_with_every_input(cases[0],
                                  {"db": [(CHANGED_G_Z, _db_from_changed_g_z(-1))]})]
 
@@ -599,10 +599,10 @@ def _focus_without_normaliser(which):
     return wrong
 
 
-FOCUS_NAMES = ("dx", "dW", "db", "dmu", "dsigma")
+FOCUSING_NAMES = ("dx", "dW", "db", "dmu", "dsigma")
 
 
-def _focus_cases(graded):
+def _focusing_cases(graded):
     cases = []
     for label, x_shape, mu, sigma, prune in [
             ("spread", (5, 7), [0.2, 0.5, 0.8], [0.15, 0.3, 0.6], None),
@@ -627,7 +627,7 @@ def _focus_cases(graded):
                           lambda mask=mask: FocusingLinearFn(mask), [_host(data(*x_shape))] + [
                               _host(p) for p in (layer.weight, layer.bias, layer.mu,
                                                  layer.sigma)], graded, mistakes,
-                          names=FOCUS_NAMES))
+                          names=FOCUSING_NAMES))
     return cases + [_with_every_input(cases[0])]
 
 
@@ -639,14 +639,14 @@ CASES = {  # exercise -> builder of its visible cases
     "dac_dB": lambda: _dac_cases({2: "dB"}),
     "dac_dx": lambda: _dac_cases({0: "dx"}),
     "dac_conv": dac_conv,
-    "multiarg_inner": multiarg_inner,
+    "two_argument_inner": two_argument_inner,
     "tmaf_levels": lambda: _tmaf_cases(DiagonalTMAFFn, 1, {1: "dlevels"}),
     "tmaf_tridiagonal": lambda: _tmaf_cases(TridiagonalTMAFFn, 3,
                                             {1: "dlower", 2: "dlevels", 3: "dupper"}),
-    "han_du": lambda: _han_cases({1: "du"}),
-    "han_dx": lambda: _han_cases({0: "dx"}),
-    "focus_dmu": lambda: _focus_cases({3: "dmu"}),
-    "focus_dsigma": lambda: _focus_cases({4: "dsigma"}),
+    "hannet_du": lambda: _hannet_cases({1: "du"}),
+    "hannet_dx": lambda: _hannet_cases({0: "dx"}),
+    "focusing_dmu": lambda: _focusing_cases({3: "dmu"}),
+    "focusing_dsigma": lambda: _focusing_cases({4: "dsigma"}),
 }
 
 

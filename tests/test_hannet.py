@@ -1,9 +1,9 @@
 """HanLayer and HanMixerBlock: forward against the explicit reflection matrix, axis
 handling, errors, the O(batch x dim) promise; and the measurement tools of
-tinyunits/units/han_measures.py on cases whose answers are known.
+tinyunits/units/hannet_measures.py on cases whose answers are known.
 
 The derivatives are checked by the registered gradcheck cases in
-tinyunits/checks/han.py (tests/test_gradcheck.py).
+tinyunits/checks/hannet.py (tests/test_gradcheck.py).
 """
 import math
 import tracemalloc
@@ -13,8 +13,8 @@ import pytest
 
 import tinyunits as tu
 from tinyunits import backend, nn
-from tinyunits.units import han_measures as hm
-from tinyunits.units.han import HanFn
+from tinyunits.units import hannet_measures as hm
+from tinyunits.units.hannet import HanFn
 
 
 def host(a):

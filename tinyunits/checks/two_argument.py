@@ -1,4 +1,4 @@
-"""Gradcheck cases for the shared inner network (tinyunits/units/multiarg.py).
+"""Gradcheck cases for the shared inner network (tinyunits/units/two_argument.py).
 
 The inner net has ReLU kinks: a central difference across one mixes two slopes.
 Each case therefore redraws its data (deterministically, from the seeded
@@ -9,7 +9,7 @@ steps the check takes.
 from .. import backend
 from ..nn import Linear, Sequential
 from ..tensor import Tensor, no_grad
-from ..units.multiarg import InnerNet, MultiArgActivation
+from ..units.two_argument import InnerNet, MultiArgActivation
 from . import data, register
 
 MARGIN = 1e-4
@@ -51,11 +51,11 @@ def _activation_case(n_args, shape):
 
 
 for _n in (1, 2, 3):
-    register(f"multiarg_dense_n{_n}")(lambda n=_n: _activation_case(n, (4, 3 * n)))
-    register(f"multiarg_conv_n{_n}")(lambda n=_n: _activation_case(n, (2, 2 * n, 3, 3)))
+    register(f"two_argument_dense_n{_n}")(lambda n=_n: _activation_case(n, (4, 3 * n)))
+    register(f"two_argument_conv_n{_n}")(lambda n=_n: _activation_case(n, (2, 2 * n, 3, 3)))
 
 
-@register("inner_net_points_n2")
+@register("two_argument_inner_net_points_n2")
 def _():
     """InnerNet called on its own, on points (..., n_args) -> (...)."""
     def draw():
@@ -65,7 +65,7 @@ def _():
     return inner, [points], inner
 
 
-@register("multiarg_shared_two_layers")
+@register("two_argument_shared_two_layers")
 def _():
     """One InnerNet used by two layers: its gradient is the sum over both uses."""
     def draw():

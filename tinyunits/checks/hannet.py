@@ -1,11 +1,11 @@
-"""Gradcheck cases for the Han-layer and the Han-Mixer block (tinyunits/units/han.py).
+"""Gradcheck cases for the Han-layer and the Han-Mixer block (tinyunits/units/hannet.py).
 
 |.| has a kink at 0, so every pre-activation z = H x + bias is kept at least a
 margin away from it: a central difference across the kink would mix two slopes.
 """
 from .. import backend
 from ..tensor import Tensor, no_grad
-from ..units.han import HanLayer, HanMixerBlock, householder_matrix
+from ..units.hannet import HanLayer, HanMixerBlock, householder_matrix
 from . import data, register
 
 MARGIN = 0.1
@@ -38,35 +38,35 @@ def _bias_clear_of_kink(layer, a):
     layer.bias.data = xp.sign(layer.bias.data) * (reach + MARGIN + xp.abs(layer.bias.data))
 
 
-@register("han_layer_last_axis")
+@register("hannet_layer_last_axis")
 def _():
     layer = HanLayer(6)
     x = _input_with_pre_activation(layer, data(5, 6, margin=MARGIN))
     return layer, [x], layer
 
 
-@register("han_layer_axis1_3d")
+@register("hannet_layer_axis1_3d")
 def _():
     layer = HanLayer(4, axis=1)
     x = _input_with_pre_activation(layer, data(3, 4, 5, margin=MARGIN))
     return layer, [x], layer
 
 
-@register("han_layer_no_bias")
+@register("hannet_layer_no_bias")
 def _():
     layer = HanLayer(5, bias=False)
     x = _input_with_pre_activation(layer, data(4, 5, margin=MARGIN))
     return layer, [x], layer
 
 
-@register("han_layer_relu_ablation")
+@register("hannet_layer_relu_ablation")
 def _():
     layer = HanLayer(6, activation="relu")
     x = _input_with_pre_activation(layer, data(5, 6, margin=MARGIN))
     return layer, [x], layer
 
 
-@register("han_mixer_block")
+@register("hannet_mixer_block")
 def _():
     block = HanMixerBlock(num_tokens=4, channels=3)
     x = data(2, 4, 3)

@@ -6,7 +6,7 @@ Centres are kept off the midpoints between grid positions, where the nearest
 grid point (used only to scale phi, which u ignores) switches.
 """
 from .. import backend
-from ..units.focus import FocusingLinear
+from ..units.focusing import FocusingLinear
 from . import data, register
 
 
@@ -22,36 +22,36 @@ def _case(in_features, mu, sigma, batch=5):
     return layer, [data(batch, in_features)], layer
 
 
-@register("focus_linear_spread")
+@register("focusing_linear_spread")
 def _():
     return _case(7, [0.2, 0.5, 0.8], [0.15, 0.3, 0.6])
 
 
-@register("focus_linear_narrow")
+@register("focusing_linear_narrow")
 def _():
     # sigma = 0.02 over a grid of spacing 1/6: one or two inputs hold the focus
     return _case(7, [0.31, 0.5, 0.62], [0.02, 0.04, 0.06])
 
 
-@register("focus_linear_edges")
+@register("focusing_linear_edges")
 def _():
     # centres on and beyond the ends: half (or less) of the Gaussian lies inside
     return _case(6, [0.0, 1.0, 0.97, 0.04], [0.05, 0.1, 0.3, 0.03])
 
 
-@register("focus_linear_wide")
+@register("focusing_linear_wide")
 def _():
     # sigma = 1: u is almost flat and the layer almost dense
     return _case(5, [0.4, 0.7], [1.0, 0.8])
 
 
-@register("focus_linear_batched_3d")
+@register("focusing_linear_batched_3d")
 def _():
     layer = _layer(6, 3, [0.25, 0.5, 0.75], [0.1, 0.2, 0.05])
     return layer, [data(2, 3, 6)], layer
 
 
-@register("focus_linear_pruned")
+@register("focusing_linear_pruned")
 def _():
     layer = _layer(8, 3, [0.3, 0.5, 0.7], [0.1, 0.15, 0.2])
     layer.prune(0.3)

@@ -1,0 +1,33 @@
+"""The units' old module names (tinyunits/units/multiarg.py, focus.py, han.py,
+han_measures.py): importing one warns that it is deprecated, naming the new module,
+and gives that module itself, so user code written against the old names runs on."""
+import importlib
+import sys
+
+import pytest
+
+import tinyunits.units
+from tinyunits import nn
+
+# old module -> (new module, a name user code imported from it)
+RENAMED = {"multiarg": ("two_argument", "MultiArgActivation"),
+           "focus": ("focusing", "FocusingLinear"),
+           "han": ("hannet", "HanLayer"),
+           "han_measures": ("hannet_measures", "landscape")}
+
+
+@pytest.mark.parametrize("old", RENAMED)
+def test_an_old_module_name_warns_and_gives_the_new_modules_objects(old, monkeypatch):
+    new, name = RENAMED[old]
+    # imported afresh, whatever ran before; the test's end puts both entries back
+    monkeypatch.delitem(sys.modules, f"tinyunits.units.{old}", raising=False)
+    monkeypatch.delattr(tinyunits.units, old, raising=False)
+    warning = rf"tinyunits\.units\.{old} is deprecated: import tinyunits\.units\.{new}\b"
+    with pytest.warns(DeprecationWarning, match=warning):
+        namespace = {}
+        exec(f"from tinyunits.units.{old} import {name}", namespace)
+    current = importlib.import_module(f"tinyunits.units.{new}")
+    assert namespace[name] is getattr(current, name)
+    assert sys.modules[f"tinyunits.units.{old}"] is current  # every other name too
+    if hasattr(nn, name):
+        assert namespace[name] is getattr(nn, name)
