@@ -14,7 +14,7 @@ warps, or the GPU's floating point (fused multiply-adds, its tanh), so a GPU agr
 with it to rounding, not bit for bit.
 
 An Emulator is called as launch(name, options, grid, block, args), the signature of
-tinyunits.units.dac_cuda.launch, so the code that sets up each launch is tested too.
+tinyunits.fast.dac_cuda.launch, so the code that sets up each launch is tested too.
 """
 import ctypes
 import hashlib

@@ -178,9 +178,9 @@ PLANTS = {  # a mistake -> (exercise, its new region lines, what the feedback mu
         "focusing_dsigma", ["gsigma = rowdot(q, d) / (s * s * s)"],
         ["dsigma wrong", "normaliser term"]),
     "DAC dB without the factor W": (
-        "dac_dB", ["gB[I] = M.sum(axis=1)"], ["dB wrong", "missing the factor W"]),
+        "dac_dB", ["gB = M.sum(axis=0)"], ["dB wrong", "missing the factor W"]),
     "DAC dx with the standard unit's shared mask": (
-        "dac_dx", ["gx += (gT.T @ W[I]) * (x > 0)"], ["dx wrong", "one mask"]),
+        "dac_dx", ["gx = (g @ W) * (x > 0)"], ["dx wrong", "one mask"]),
     "HanLayer du with the sign flipped": (
         "hannet_du", ["g_u_hat = 2 * (t @ x + s @ g_z)",
                    "gu = (g_u_hat - u_hat * (u_hat @ g_u_hat)) / self.norm"],
@@ -225,7 +225,7 @@ def test_hidden_cases_run_and_stay_hidden(solved, tmp_path):
     assert results[0].score == results[0].max_score
     assert "hidden case: dB ok" in results[0].output
     # a mistake only a batch of 7 shows: the visible cases pass, the hidden one fails
-    tree = plant(solved, tmp_path, "dac_dB", "gB[I] = W[I] * M.sum(axis=1) * (2 if x.shape[0] == 7 else 1)")
+    tree = plant(solved, tmp_path, "dac_dB", "gB = W * M.sum(axis=0) * (2 if x.shape[0] == 7 else 1)")
     _, visible = grade(tree, ["dac_dB"], tmp_path / "none")
     assert visible[0].score == visible[0].max_score
     _, results = grade(tree, ["dac_dB"], hidden)

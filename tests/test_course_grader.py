@@ -57,11 +57,11 @@ SIX = {  # mistake -> (exercise, the region's new lines, what the feedback must 
         "two_argument_inner", lambda: edited("two_argument_inner", "return (self._from_points",
                                          ["return (dX.reshape(self.x_shape),) + tuple(grads)"]),
         ["n_args 2, x (2, 4, 3, 3) (conv map): dx wrong", "plain reshape"]),
-    "DAC dB with W for W[I], wrong once a layer spans several blocks": (
-        "dac_dB", lambda: ["gB[I] = W * M.sum(axis=1)"],
-        ["3 blocks of one output unit: backward raised ValueError", "(computing dB)"]),
+    "DAC dB with W transposed, which raises unless W is square": (
+        "dac_dB", lambda: ["gB = W.T * M.sum(axis=0)"],
+        ["W (3, 4): backward raised ValueError", "(computing dB)"]),
     "DAC dB scaling the shared mask M in place": (
-        "dac_dB", lambda: ["M *= W[I][:, None, :]", "gB[I] = M.sum(axis=1)"],
+        "dac_dB", lambda: ["M *= W", "gB = M.sum(axis=0)"],
         ["every input requiring a gradient: dx wrong when dB is computed too",
          "changed M in place"]),
     "Han dx changing g_z in place": (
@@ -97,10 +97,10 @@ def test_the_library_passes_every_new_case_and_says_so():
     assert sum(r.score for r in results.values()) == 40
     out = results["dac_dB"].output
     assert "every input requiring a gradient: dx, dW unchanged when dB is computed too" in out
-    assert "3 blocks of one output unit: dB ok" in out
+    assert "gelu, x (5, 4), W (3, 4): dB ok" in out
     assert "(3, 4) @ (2, 4, 5), batch axes on B only: da, db ok" in results["engine_matmul"].output
     assert "n_args 3, x (2, 6, 3, 3) (conv map)" in results["two_argument_inner"].output
-    assert "3 blocks of one output channel: dx, dW, dB ok" in results["dac_conv"].output
+    assert "gelu, x (2, 2, 5, 6), stride 2, padding 1: dx, dW, dB ok" in results["dac_conv"].output
 
 
 # --------------------------------------------------------------------------- mutation
@@ -210,7 +210,7 @@ def test_swapped_gradients_are_named_as_swapped(solved, tmp_path):
     tree = plant(solved, tmp_path, "engine_mul", "return g * self.a, g * self.b")
     out = one(tree, "engine_mul").output
     assert "(3, 4) * (3, 4): da wrong" in out and "swapped with db: it holds the right db" in out
-    tree = plant(solved, tmp_path / "dac", "dac_dB", "gB[I] = (gT[:, None, :] @ A)[:, 0]")
+    tree = plant(solved, tmp_path / "dac", "dac_dB", 'gB = xp.einsum("bij,bi->ij", A, g)')
     assert "swapped with dW: it holds the right dW" in one(tree, "dac_dB").output
     tri = lines_of("tmaf_tridiagonal")
     tree = plant(solved, tmp_path / "tmaf", "tmaf_tridiagonal",
@@ -242,9 +242,9 @@ def test_what_a_failing_case_printed_is_shown_and_scores_nothing(solved, tmp_pat
 def test_the_dac_conv_hint_follows_the_reference_order():
     from tinyunits.course import BY_NAME
     hint = BY_NAME["dac_conv"].hint
-    assert hint.index("phi' on the padded map") < hint.index("then drop the padding")
+    assert hint.index("drop dA's padding") < hint.index("then multiply by phi'")
     body = "\n".join(lines_of("dac_conv"))
-    assert body.index("fn.backward(gA)") < body.index("[inner]")  # phi' first, then the crop
+    assert "fn.backward(unpad2d(dA" in body  # the crop first, then phi'
 
 
 # --------------------------------------------------------------------------- one diagnosis
@@ -280,7 +280,7 @@ def test_what_the_student_prints_in_a_hidden_case_is_never_shown(solved, tmp_pat
     hidden = tmp_path / "hidden"
     hidden.mkdir()
     (hidden / "batch7.py").write_text(HIDDEN)  # x (7, 3): no visible case has that shape
-    tree = plant(solved, tmp_path, "dac_dB", "print('x is', x.shape)", "gB[I] = M.sum(axis=1)")
+    tree = plant(solved, tmp_path, "dac_dB", "print('x is', x.shape)", "gB = M.sum(axis=0)")
     output = grade(tree, ["dac_dB"], hidden)[1][0].output
     assert "it printed: x is (5, 4)" in output  # a visible case's print is shown
     assert "hidden case: dB wrong" in output

@@ -15,7 +15,8 @@ strings decoded (the search index, the lessons' notebooks), HTML tags dropped an
 entities unescaped (highlighted code puts every token of a line in a span of its own).
 So a leak is caught whether it is copied, rendered, highlighted or indexed; a line
 rewritten by hand is not, and neither is a solution in another language (that is why
-the student copy leaves DAC's CUDA kernels out: tests/test_dac_cuda.py).
+the student copy leaves the drop-ins of exercises out, DAC's CUDA kernels with them:
+course/source.py's drop_in_files).
 
 This file is the teacher's (tests/test_course*.py): the student copy leaves it out.
 """
@@ -60,10 +61,13 @@ def spans(root):
 
 
 def shipped_anyway(root) -> set:
-    """The lines of the library outside every region and derivation, made normal."""
+    """The lines of the library the student copy ships, outside every region and
+    derivation, made normal (a drop-in of an exercise is not shipped: its lines count)."""
     lines = set()
-    for path in sorted((root / "tinyunits").rglob("*.py")):
-        text = path.read_text()
+    for rel in project_files(root):
+        if not (rel.startswith("tinyunits/") and rel.endswith(".py")):
+            continue
+        text = (root / rel).read_text()
         inside = {k for r in regions_in(text) + derivations_in(text)
                   for k in range(r.begin, r.end + 1)}
         lines.update(code(line) for k, line in enumerate(text.splitlines()) if k not in inside)
@@ -159,10 +163,11 @@ def test_the_student_copy_holds_no_solution_line(student, lines):
 def test_the_student_copy_leaves_the_teachers_files_out(student):
     listed = project_files(ROOT)
     assert not any(teacher_only(rel) for rel in listed)
-    for rel in ("tests/test_course.py", "tests/test_course_leaks.py",
-                "tinyunits/units/dac_cuda.cu"):
+    for rel in ("tests/test_course.py", "tests/test_course_leaks.py"):
         assert (ROOT / rel).is_file() and teacher_only(rel) and not (student / rel).exists()
-    assert (student / "tinyunits" / "units" / "dac_cuda.py").is_file()  # it falls back
+    for rel in ("tinyunits/fast/dac.py", "tinyunits/fast/dac_cuda.py", "tinyunits/fast/dac_cuda.cu"):
+        assert (ROOT / rel).is_file() and rel not in listed and not (student / rel).exists()
+    assert (student / "tinyunits" / "fast" / "__init__.py").is_file()  # the other drop-ins stay
 
 
 def test_derivations_become_a_note_naming_the_exercises(student):

@@ -16,7 +16,6 @@ environment variable TINYUNITS_BACKEND (read once, at import).
 """
 from __future__ import annotations
 
-import functools
 import os
 import types
 
@@ -266,32 +265,6 @@ def sliding_window_view(x, window_shape, axis):
         return StrictArray(numpy.lib.stride_tricks.sliding_window_view(
             x._a, window_shape, axis=axis))
     return xp.lib.stride_tricks.sliding_window_view(x, window_shape, axis=axis)
-
-
-# --------------------------------------------------------------------------- GPU kernels and block sizes
-def on_gpu(x) -> bool:
-    """Is x a CuPy array? Fused CUDA kernels run only on those (never on numpy or strict)."""
-    return type(x).__module__.startswith("cupy")
-
-
-@functools.lru_cache(maxsize=None)
-def cuda_kernel(source: str, name: str, options: tuple):
-    """The kernel `name` of the CUDA C++ `source`, compiled by CuPy (NVRTC) with
-    `options` on first use and kept; call it as kernel(grid, block, args)."""
-    return _cuda_module(source, options).get_function(name)
-
-
-@functools.lru_cache(maxsize=None)
-def _cuda_module(source: str, options: tuple):
-    return _import_cupy().RawModule(code=source, options=options)  # one compile for all its kernels
-
-
-def block_elements() -> int:
-    """How many elements a blocked computation (DAC's) holds at once on the current
-    backend: a CPU cache's worth (2^20) on the host; 2^24 on a GPU, where every block
-    costs its own kernel launches (DAC 1024x1024 at batch 1024 on an H100: 613 ms a
-    step in 2^20-element blocks, 57 ms in 2^24)."""
-    return 2 ** 24 if _State.name == "cupy" else 2 ** 20
 
 
 # --------------------------------------------------------------------------- randomness

@@ -5,7 +5,7 @@ least 0.08 away from it: x takes odd multiples of 0.1 (plus jitter under 0.02)
 and B takes multiples of 0.2, so B + x is never within 0.08 of zero.
 """
 from .. import backend
-from ..units.dac import DACConv2d, DACLinear, DACLinearFn
+from ..units.dac import DACConv2d, DACLinear
 from . import register
 
 
@@ -47,11 +47,3 @@ _conv("dac_conv2d_relu_s2_p0", 2, 0, "relu")
 _conv("dac_conv2d_relu_s2_p1", 2, 1, "relu")
 _conv("dac_conv2d_tanh_s1_p1", 1, 1, "tanh")
 _conv("dac_conv2d_gelu_s2_p1", 2, 1, "gelu")
-
-
-@register("dac_linear_relu_blocked")
-def _():
-    # a budget of 8 elements: one output unit per block, so the block loop itself is checked
-    layer = _off_kink_biases(DACLinear(4, 3))
-    fn = lambda x: DACLinearFn("relu", budget=8)(x, layer.weight, layer.bias)  # noqa: E731
-    return fn, [_off_kink_inputs(5, 4)], layer

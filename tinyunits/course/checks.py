@@ -467,10 +467,9 @@ def _dx_with_scaled_mask(make):
 
 def _dac_cases(graded):
     cases = []
-    for batch, n_in, n_out, act, budget in [
-            (5, 4, 3, "relu", None), (1, 4, 3, "relu", None), (4, 1, 3, "relu", None),
-            (3, 4, 1, "relu", None), (4, 3, 2, "tanh", None), (5, 4, 3, "leaky_relu", None),
-            (5, 4, 3, "gelu", None), (5, 4, 3, "relu", 8)]:
+    for batch, n_in, n_out, act in [(5, 4, 3, "relu"), (1, 4, 3, "relu"), (4, 1, 3, "relu"),
+                                    (3, 4, 1, "relu"), (4, 3, 2, "tanh"), (5, 4, 3, "leaky_relu"),
+                                    (5, 4, 3, "gelu")]:
         layer = _off_kink_biases(DACLinear(n_in, n_out, activation=act))
         W = _host(layer.weight)
         W = np.sign(W) * (0.1 + abs(W))  # no zero weight: "missing factor W" stays visible
@@ -482,9 +481,8 @@ def _dac_cases(graded):
                                "standard unit; eq. (7) gives each connection (i, j) its own "
                                "mask phi'(B[i,j] + x[b,j])",
                                lambda ref, g, inputs, numeric: (g @ inputs[1]) * (inputs[0] > 0))]
-        blocks = f", {n_out} blocks of one output unit" if budget else ""
-        cases.append(Case(f"{act}, x ({batch}, {n_in}), W ({n_out}, {n_in}){blocks}",
-                          lambda act=act, budget=budget: DACLinearFn(act, budget=budget),
+        cases.append(Case(f"{act}, x ({batch}, {n_in}), W ({n_out}, {n_in})",
+                          lambda act=act: DACLinearFn(act),
                           [x, W, B], graded, mistakes, names=DAC_NAMES))
     first = cases[0]
     return cases + [_with_every_input(first,
@@ -493,16 +491,15 @@ def _dac_cases(graded):
 
 def dac_conv():
     cases = []
-    for x_shape, c_out, stride, padding, act, budget in [
-            ((2, 2, 5, 6), 3, 1, 0, "relu", None), ((2, 2, 5, 6), 3, 1, 1, "relu", None),
-            ((2, 2, 5, 6), 3, 2, 0, "relu", None), ((2, 2, 5, 6), 3, 2, 1, "relu", None),
-            ((2, 2, 5, 6), 3, 1, 1, "tanh", None), ((2, 2, 5, 6), 3, 2, 1, "gelu", None),
-            ((1, 1, 4, 4), 2, 1, 1, "relu", None), ((2, 2, 5, 6), 3, 1, 1, "relu", 1)]:
+    for x_shape, c_out, stride, padding, act in [
+            ((2, 2, 5, 6), 3, 1, 0, "relu"), ((2, 2, 5, 6), 3, 1, 1, "relu"),
+            ((2, 2, 5, 6), 3, 2, 0, "relu"), ((2, 2, 5, 6), 3, 2, 1, "relu"),
+            ((2, 2, 5, 6), 3, 1, 1, "tanh"), ((2, 2, 5, 6), 3, 2, 1, "gelu"),
+            ((1, 1, 4, 4), 2, 1, 1, "relu")]:
         layer = _off_kink_biases(DACConv2d(x_shape[1], c_out, 3, stride=stride, padding=padding,
                                            activation=act))
-        blocks = f", {c_out} blocks of one output channel" if budget else ""
-        cases.append(Case(f"{act}, x {x_shape}, stride {stride}, padding {padding}{blocks}",
-                          lambda s=stride, p=padding, a=act, b=budget: DACConv2dFn(s, p, a, b),
+        cases.append(Case(f"{act}, x {x_shape}, stride {stride}, padding {padding}",
+                          lambda s=stride, p=padding, a=act: DACConv2dFn(s, p, a),
                           [_host(_off_kink_inputs(*x_shape)), _host(layer.weight),
                            _host(layer.bias)], {0: "dx", 1: "dW", 2: "dB"}))
     return cases

@@ -65,7 +65,7 @@ EXERCISES = (
     Exercise("dac_conv", 4, "tinyunits/units/dac.py",
              "DAC conv eq. (5) and its backward (dW, dA, dB, dx)", "docs/papers/dac.md", DAC,
              "Place g once per kernel tap, then dW and dA are two matrix products; "
-             "multiply dA by phi' on the padded map, then drop the padding.", ("dx", "dW", "dB")),
+             "drop dA's padding, then multiply by phi'.", ("dx", "dW", "dB")),
     Exercise("two_argument_inner", 3, "tinyunits/units/two_argument.py",
              "inner-net backward through the shared f, eqs. (6)-(9) (ours: the paper "
              "writes none)", "docs/papers/two_argument.md", TWO_ARGUMENT,

@@ -11,10 +11,13 @@ state an exercise's gradient in the code's own names. The student copy replaces
 them, markers included, by one line that names the exercises and where to read
 about them (a docstring must stay text, so no raise).
 
-A few files are the teacher's alone (TEACHER_ONLY) and are never copied.
+A few files are the teacher's alone and are never copied: the course's own tests
+(TEACHER_ONLY), and the drop-ins of exercise Functions with what serves them alone
+(`drop_in_files`): they compute the answers.
 """
 from __future__ import annotations
 
+import ast
 import os
 import pathlib
 import re
@@ -34,9 +37,9 @@ SKIP_DIRS = {".git", ".venv", "__pycache__", ".pytest_cache", "figures", "checkp
              "build", "dist", ".benchmarks", HIDDEN_DIR}
 # Never copied either, since they hold solutions whole: the course's own tests
 # (tests/test_course*.py plant mistakes into copies of the solutions and search
-# for leaks), and DAC's fused CUDA kernels, which are DAC's whole backward (without
-# them DAC runs its NumPy code, the student's, on a GPU too: see dac_cuda.py).
-TEACHER_ONLY = re.compile(r"^(tests/(test_course\w*\.py|course_.*)|tinyunits/units/dac_cuda\.cu)$")
+# for leaks).
+TEACHER_ONLY = re.compile(r"^tests/(test_course\w*\.py|course_.*)$")
+SPEED = "tinyunits/fast/"  # where drop-ins live (see drop_in_files)
 
 
 @dataclass
@@ -121,8 +124,68 @@ def teacher_only(rel: str) -> bool:
     return bool(TEACHER_ONLY.match(rel))
 
 
+def _module_name(rel: str) -> str:
+    """tinyunits/units/dac.py -> tinyunits.units.dac (a package's __init__.py: the package)."""
+    return rel[:-len(".py")].replace("/", ".").removesuffix(".__init__")
+
+
+def exercise_functions(root: pathlib.Path, files) -> set:
+    """The dotted names of the classes that hold a solution region, e.g.
+    tinyunits.units.dac.DACLinearFn: the exercises' Functions."""
+    found = set()
+    for rel in (rel for rel in files if rel.endswith(".py")):
+        text = (root / rel).read_text()
+        lines = [r.begin + 1 for r in regions_in(text, rel)]
+        if lines:
+            found |= {f"{_module_name(rel)}.{node.name}" for node in ast.walk(ast.parse(text, rel))
+                      if isinstance(node, ast.ClassDef)
+                      and any(node.lineno <= line <= node.end_lineno for line in lines)}
+    return found
+
+
+def _base_classes(text: str, rel: str) -> set:
+    """The dotted names, through the module's imports, of the bases of its classes."""
+    tree, package, names = ast.parse(text, rel), _module_name(rel), {}
+    if not rel.endswith("__init__.py"):
+        package = package.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update({a.asname or a.name.partition(".")[0]: a.name if a.asname
+                          else a.name.partition(".")[0] for a in node.names})
+        elif isinstance(node, ast.ImportFrom):
+            anchor = package.split(".")[:len(package.split(".")) + 1 - node.level] if node.level else []
+            module = ".".join(anchor + ([node.module] if node.module else []))
+            names.update({a.asname or a.name: f"{module}.{a.name}" for a in node.names})
+    found = set()
+    for node in ast.walk(tree):
+        for base in node.bases if isinstance(node, ast.ClassDef) else ():
+            head, dot, rest = ast.unparse(base).partition(".")
+            found.add(names.get(head, head) + dot + rest)
+    return found
+
+
+def _is_exercise(base: str, exercises: set) -> bool:
+    """Is the class `base` (module.Class, the module maybe a package that re-exports
+    it) one of the exercises' Functions?"""
+    module, _, name = base.rpartition(".")
+    return any(e.startswith(module + ".") and e.rpartition(".")[2] == name for e in exercises)
+
+
+def drop_in_files(root: pathlib.Path, files) -> set:
+    """The files of tinyunits/fast/ that compute exercises' answers: each module there
+    that subclasses an exercise's Function (a drop-in for it), and the files named after
+    such a module, which serve it alone (dac_cuda.py and dac_cuda.cu beside dac.py).
+    The student copy leaves them out: there every exercise runs its reference."""
+    exercises = exercise_functions(root, files)
+    stems = [rel[:-len(".py")] for rel in files if rel.startswith(SPEED) and rel.endswith(".py")
+             and any(_is_exercise(base, exercises)
+                     for base in _base_classes((root / rel).read_text(), rel))]
+    return {rel for rel in files for stem in stems if rel == stem + ".py" or rel.startswith(stem + "_")}
+
+
 def project_files(root: pathlib.Path) -> list:
-    """Relative paths to copy: git's tracked files in a git checkout, else a walk."""
+    """Relative paths to copy: git's tracked files in a git checkout, else a walk;
+    without the teacher's (TEACHER_ONLY, drop_in_files)."""
     try:
         listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], check=True,
                                 capture_output=True, text=True).stdout.split("\0")
@@ -133,8 +196,10 @@ def project_files(root: pathlib.Path) -> list:
             dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info"))
             rel = pathlib.Path(folder).relative_to(root)
             paths += [(rel / f).as_posix() for f in sorted(files) if not f.endswith(".pyc")]
-    return [p for p in paths if not teacher_only(p)
-            and not set(pathlib.PurePosixPath(p).parts[:-1]) & SKIP_DIRS]
+    paths = [p for p in paths if not teacher_only(p)
+             and not set(pathlib.PurePosixPath(p).parts[:-1]) & SKIP_DIRS]
+    answers = drop_in_files(root, paths)
+    return [p for p in paths if p not in answers]
 
 
 def all_regions(root: pathlib.Path, files=None) -> list:

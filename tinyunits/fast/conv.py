@@ -29,10 +29,9 @@ another size; dW and db add up per chunk, in another order than one product's su
 """
 import contextlib
 
-from .. import backend
 from ..backend import get_array_module, host_module
 from ..ops import conv
-from . import buffers, threads
+from . import buffers, cuda, threads
 
 COLUMN_ELEMENTS = 2 ** 20  # columns per chunk of the batch: 4 MB of float32, cache-sized
 DEVICE_COLUMN_ELEMENTS = 2 ** 26  # on a GPU: 256 MB of float32, a launch per tap per chunk
@@ -62,7 +61,7 @@ def short_rows_unbuffered(a):
     pass over rows of a few hundred then costs 3x a contiguous one. A small buffer for
     the block lets the rows go to the loops as they are. (NumPy ties the buffer size to
     errstate's scope.)"""
-    if backend.on_gpu(a):
+    if cuda.on_gpu(a):
         yield
         return
     np = host_module()

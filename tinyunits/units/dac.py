@@ -3,51 +3,54 @@ with its own bias.  Paper: docs/papers/dac.md (Metta et al.).
 
 A standard unit (eq. 1) adds its bias and activates after the sum; every unit
 downstream then sees the same filtered value.  A DAC unit (eq. 2) filters each
-input separately, with a bias of its own for every connection (i, j):
+input separately, with a bias of its own for every connection (i, j).
 
-Dense, eq. (4):
+Dense, eq. (4), with A the activated inputs, one per connection:
 
-    y[b,i]  = sum_j W[i,j] * phi(B[i,j] + x[b,j])
+    A[b,i,j] = phi(B[i,j] + x[b,j])
+    y[b,i]   = sum_j W[i,j] * A[b,i,j]
 
-Backward, eq. (7) (g = dE/dy):
+Backward, eq. (7), with g = dE/dy and M the masked cotangent:
 
-    dW[i,j] = sum_b phi(B[i,j] + x[b,j]) * g[b,i]
-    dB[i,j] = W[i,j] * sum_b phi'(B[i,j] + x[b,j]) * g[b,i]
-    dx[b,j] = sum_i W[i,j] * phi'(B[i,j] + x[b,j]) * g[b,i]
+    M[b,i,j] = phi'(B[i,j] + x[b,j]) * g[b,i]
+    dW[i,j]  = sum_b A[b,i,j] * g[b,i]
+    dB[i,j]  = W[i,j] * sum_b M[b,i,j]
+    dx[b,j]  = sum_i W[i,j] * M[b,i,j]
 
 The last line is the paper's "granular masking": each term of the sum over i
 has its own mask phi'(B[i,j] + x[b,j]); a standard unit has one mask for all i.
 
-Conv, eq. (5), with the biases shared over kernel positions (B is (out, in)):
+Conv, eq. (5), with the biases shared over kernel positions (B is (out, in)),
+stride s, and the activated map zero-padded (phi(B[i,j] + x[b,j]) is computed
+once per (i, j), not once per kernel position):
 
-    A[b,i,j]    = zero-pad(phi(B[i,j] + x[b,j]))          (cached once per (i, j))
-    y[b,i,h,w]  = sum_{j,p,q} W[i,j,p,q] * A[b,i,j, h*s+p, w*s+q]
+    A[b,i,j]   = zero-pad(phi(B[i,j] + x[b,j]))
+    y[b,i,h,w] = sum_{j,p,q} W[i,j,p,q] * A[b,i,j, h*s+p, w*s+q]
+
+The code sums over j first, for each tap t = (p, q) of the kernel, then adds
+each tap's sum where that tap reads:
+
+    U[b,i,t]   = sum_j W[i,j,t] * A[b,i,j]
+    y[b,i,h,w] = sum_t U[b,i,t, h*s+p, w*s+q]
 
 Backward, the conv analogue of eq. (7):
 
     BEGIN DERIVATION dac_conv
     dW[i,j,p,q] = sum_{b,h,w} g[b,i,h,w] * A[b,i,j, h*s+p, w*s+q]
     dA[b,i,j, h*s+p, w*s+q] += W[i,j,p,q] * g[b,i,h,w]   (then drop the pad)
-    dB[i,j]     = sum_{b,h,w} dA[b,i,j] * phi'(B[i,j] + x[b,j])
-    dx[b,j]     = sum_i dA[b,i,j] * phi'(B[i,j] + x[b,j])
+    M[b,i,j]    = phi'(B[i,j] + x[b,j]) * dA[b,i,j]
+    dB[i,j]     = sum_{b,h,w} M[b,i,j]
+    dx[b,j]     = sum_i M[b,i,j]
 
-    With g placed once per tap t = (p, q) (G[i,t]), dW = A G^T and dA = W G are
-    two matrix products.
+    With g placed once per tap t (G[b,i,t, h*s+p, w*s+q] = g[b,i,h,w], zero
+    elsewhere), dW[i,j,t] = sum_b A[b,i,j] . G[b,i,t] and
+    dA[b,i,j] = sum_t W[i,j,t] G[b,i,t] are two matrix products.
     END DERIVATION dac_conv
 
-The (batch, out, in[, H, W]) tensor of activated inputs is never held whole: both
-passes walk over blocks of output units (`_blocks`) and the backward recomputes
-phi and phi' per block instead of storing them.  The blocks are independent: on
-the CPU the dense layer runs them on the threads the user set (tinyunits.threads)
-and adds each block's share of dx in block order, so any thread count gives the
-same numbers.  The conv's forward turns its sums into matrix products over the
-k*k taps t = (p, q): U[i,t] = sum_j W[i,j,t] A[i,j] (one product), then y adds
-U[i,t] shifted by each tap.
-
-On a GPU (CuPy arrays) neither pass runs this code: both run as fused CUDA kernels,
-one per equation above (dac_cuda.cu, launched by dac_cuda.py), tested against it.
-A student copy leaves the kernels out (they are DAC's whole backward): there CuPy
-arrays run this code too.
+Memory: the dense layer holds A whole, (batch, out, in). The conv's A would be
+(batch, out, in, Hp, Wp), 1.4 GB in float32 for one 64->64 layer of lesson 1's VGG
+at batch 128 on 16x16 maps, so the conv takes one output unit i at a time (A[:, i]
+is (batch, in, Hp, Wp)). Both backwards compute A again rather than keep it.
 
 Section 4's cost accounting (`section4_counts`): against the standard connection
 it replaces, DAC adds `out*in - in` biases (the m shared biases of the previous
@@ -55,110 +58,53 @@ post-activation are dropped) and `out*in - in` additions per input position.
 """
 from __future__ import annotations
 
-from .. import validate
-from ..fast import buffers, threads
-from ..backend import block_elements, get_array_module
+from .. import init, validate
+from ..backend import get_array_module
 from ..function import Function
-from ..nn import init
-from ..nn.module import Module, Parameter
+from ..module import Module, Parameter
 from ..ops.conv import conv_output_size, pad2d, unpad2d
 from ..ops.elementwise import GELU, LeakyReLU, ReLU, Tanh
-from . import dac_cuda
 
-# Each has phi(0) = 0, which DACConv2dFn relies on to pad (see _cached).
 ACTIVATIONS = {"relu": ReLU, "leaky_relu": LeakyReLU, "tanh": Tanh, "gelu": GELU}
 
 
 def phi(activation: str, z):
-    """phi(z) and the activation's own Function, whose backward(g) then gives phi'(z) * g."""
+    """phi(z), and the activation's own Function, whose backward(g) then gives phi'(z) * g."""
     fn = ACTIVATIONS[activation]()
     return fn.forward(z), fn
 
 
-def _blocks(n_out: int, elements_per_unit: int, budget: int):
-    """Slices over the output units, each covering about `budget` activated elements."""
-    step = max(1, budget // max(1, elements_per_unit))
-    return [slice(start, min(start + step, n_out)) for start in range(0, n_out, step)]
-
-
-def _borrow_z(B, x, I):
-    """z[i,b,j] = B[i,j] + x[b,j] for the block I of units, (c, b, in), in a buffer reused
-    from block to block and step to step (tinyunits.buffers): a block is a few MB, made
-    twice a step per block."""
-    z = buffers.borrow(get_array_module(x), (len(range(B.shape[0])[I]),) + x.shape, x.dtype)
-    return get_array_module(x).add(B[I, None, :], x, out=z)
-
-
-def _give_back(fn, *arrays):
-    """The block is done: its (c, b, in) arrays (z, and phi(z) and phi'(z) g, which phi's
-    Function made for this block alone) and what that Function kept are free; the
-    next block's z reuses them."""
-    fn.release()
-    for a in arrays:
-        buffers.give_back(a)
-
-
 # --------------------------------------------------------------------------- dense
 class DACLinearFn(Function):
-    fused = False  # True when dac_cuda's kernels ran the forward (on a GPU)
+    """eq. (4) and eq. (7) on x (batch, in), W and B (out, in)."""
 
-    def __init__(self, activation="relu", budget=None):
-        self.activation, self.budget = activation, budget or block_elements()
+    def __init__(self, activation="relu"):
+        self.activation = activation
 
     def forward(self, x, W, B):
         self.x, self.W, self.B = x, W, B
-        if dac_cuda.handles(x, W, B, out_shape=(x.shape[0], W.shape[0])):
-            self.fused = True
-            return dac_cuda.linear_forward(x, W, B, self.activation)
-        xp = get_array_module(x)
-        y = xp.empty((x.shape[0], W.shape[0]), dtype=x.dtype)
-
-        def block(I):
-            z = _borrow_z(B, x, I)
-            A, fn = phi(self.activation, z)                           # (c, b, in): phi(B[i,j] + x[b,j])
-            y[:, I] = (A @ W[I, :, None])[:, :, 0].T                   # eq. (4): sum_j W[i,j] * A
-            _give_back(fn, z, A)
-        with threads.blas_serial(like=x):
-            threads.run(block, _blocks(W.shape[0], x.size, self.budget), like=x)
-        return y
+        A, _ = phi(self.activation, B + x[:, None, :])          # A[b,i,j] = phi(B[i,j] + x[b,j])
+        return get_array_module(x).einsum("ij,bij->bi", W, A)   # y[b,i] = sum_j W[i,j] A[b,i,j]
 
     def backward(self, g):
         x, W, B = self.x, self.W, self.B
-        if self.fused:
-            return dac_cuda.linear_backward(x, W, B, g, self.activation,
-                                            [self.needs_grad(i) for i in range(3)])
         xp = get_array_module(x)
-        gW, gB = xp.empty_like(W), xp.empty_like(B)
-        want = [self.needs_grad(i) for i in range(3)]  # a network's input needs no dx
-
-        def block(I):
-            """Writes gW[I] and gB[I]; returns gx, block I's share of dx (summed below,
-            in block order, so that any number of threads gives the same numbers)."""
-            gx = xp.zeros_like(x) if want[0] else None
-            z = _borrow_z(B, x, I)
-            A, fn = phi(self.activation, z)                           # recomputed per block
-            gT = g[:, I].T                                            # (c, b)
-            if want[1]:
-                # BEGIN SOLUTION dac_dW
-                gW[I] = (gT[:, None, :] @ A)[:, 0]                        # eq. (7): sum_b phi * g
-                # END SOLUTION dac_dW
-            M = fn.backward(gT[:, :, None])[0]                        # phi'(B[i,j] + x[b,j]) * g[b,i]
-            if want[2]:
-                # BEGIN SOLUTION dac_dB
-                gB[I] = W[I] * M.sum(axis=1)                              # eq. (7): W * sum_b phi' * g
-                # END SOLUTION dac_dB
-            if want[0]:
-                # BEGIN SOLUTION dac_dx
-                gx += xp.einsum("cbj,cj->bj", M, W[I])                    # eq. (7): sum_i W * phi' * g
-                # END SOLUTION dac_dx
-            _give_back(fn, z, A, M)
-            return gx
-        gx = xp.zeros_like(x)
-        with threads.blas_serial(like=x):
-            for share in threads.map(block, _blocks(W.shape[0], x.size, self.budget), like=x):
-                if want[0]:
-                    gx += share
-        return tuple(grad if wanted else None for grad, wanted in zip((gx, gW, gB), want))
+        A, fn = phi(self.activation, B + x[:, None, :])          # A[b,i,j], computed again
+        M = fn.backward(g[:, :, None])[0]                        # M[b,i,j] = phi'(B[i,j] + x[b,j]) g[b,i]
+        gx = gW = gB = None  # only the inputs that need a gradient get one (a net's input needs none)
+        if self.needs_grad(1):
+            # BEGIN SOLUTION dac_dW
+            gW = xp.einsum("bij,bi->ij", A, g)                   # dW[i,j] = sum_b A[b,i,j] g[b,i]
+            # END SOLUTION dac_dW
+        if self.needs_grad(2):
+            # BEGIN SOLUTION dac_dB
+            gB = W * M.sum(axis=0)                               # dB[i,j] = W[i,j] sum_b M[b,i,j]
+            # END SOLUTION dac_dB
+        if self.needs_grad(0):
+            # BEGIN SOLUTION dac_dx
+            gx = xp.einsum("ij,bij->bj", W, M)                   # dx[b,j] = sum_i W[i,j] M[b,i,j]
+            # END SOLUTION dac_dx
+        return gx, gW, gB
 
 
 def dac_linear(x, W, B, activation="relu"):
@@ -167,83 +113,59 @@ def dac_linear(x, W, B, activation="relu"):
 
 # --------------------------------------------------------------------------- conv
 class DACConv2dFn(Function):
-    """Arrays are laid out (out, in, batch, H, W) inside, so that every sum over the
-    inputs j or the kernel taps t = (p, q) is one batched matrix product."""
+    """eq. (5) and its backward on x (batch, in, H, W), W (out, in, k, k), B (out, in),
+    one output unit i at a time."""
 
-    fused = False  # True when dac_cuda's kernels ran the forward (on a GPU)
+    def __init__(self, stride=1, padding=0, activation="relu"):
+        self.stride, self.padding, self.activation = stride, padding, activation
 
-    def __init__(self, stride=1, padding=0, activation="relu", budget=None):
-        self.stride, self.padding = stride, padding
-        self.activation, self.budget = activation, budget or block_elements()
+    def activated(self, i):
+        """A[b,i] = zero-pad(phi(B[i,j] + x[b,j])) for every j, (batch, in, Hp, Wp), and
+        phi's Function (its backward gives phi' inside the pad)."""
+        A, fn = phi(self.activation, self.B[i, :, None, None] + self.x)
+        return pad2d(A, self.padding), fn
 
-    def _cached(self, B, I):
-        """A = zero-pad(phi(B[i,j] + x[b,j])) for the block I: (c, in, b, Hp, Wp), and phi's Function.
-
-        phi runs over the whole padded input, where the border holds phi(B[i,j] + 0), and
-        the border is then set to the zero padding of eq. (5): contiguous passes, a tenth
-        of a DAC VGG step cheaper than zeroing z and adding into its strided inside. The
-        backward reads phi' only inside the border."""
-        z = get_array_module(B).add(B[I, :, None, None, None], self.xpad[None])
-        A, fn = phi(self.activation, z)
-        p = self.padding
-        if p:
-            A[..., :p, :] = A[..., -p:, :] = 0
-            A[..., :p] = A[..., -p:] = 0
-        return A, fn
-
-    def _taps(self, Ho, Wo):
-        """(t, window): tap t = p*k + q reads A[..., h*s + p, w*s + q] for every output (h, w)."""
-        k, s = self.k, self.stride
-        return [(p * k + q, (Ellipsis, slice(p, p + s * (Ho - 1) + 1, s), slice(q, q + s * (Wo - 1) + 1, s)))
+    def taps(self, Ho, Wo):
+        """(t, window) per tap t = (p, q) of the kernel, numbered p*k + q: a map's
+        [window] holds its [h*s+p, w*s+q] for every output position (h, w)."""
+        k, s = self.W.shape[2], self.stride
+        return [(p * k + q, (Ellipsis, slice(p, p + s * (Ho - 1) + 1, s),
+                             slice(q, q + s * (Wo - 1) + 1, s)))
                 for p in range(k) for q in range(k)]
 
-    def _blocks(self):
-        m, b, Hp, Wp = self.xpad.shape
-        per_unit = max(m, self.k ** 2) * b * Hp * Wp
-        return _blocks(self.n, per_unit, self.budget)
-
     def forward(self, x, W, B):
-        if dac_cuda.handles(x, W, B, out_shape=dac_cuda.conv_output_shape(x, W, self.stride,
-                                                                          self.padding)):
-            self.fused, self.x, self.W, self.B = True, x, W, B
-            return dac_cuda.conv_forward(x, W, B, self.stride, self.padding, self.activation)
+        self.x, self.W, self.B = x, W, B
         xp = get_array_module(x)
-        self.xpad = pad2d(xp.ascontiguousarray(x.transpose(1, 0, 2, 3)), self.padding)  # (in, b, Hp, Wp)
-        self.n, self.k, self.Wt, self.B = W.shape[0], W.shape[2], W.reshape(W.shape[0], W.shape[1], -1), B
-        Ho, Wo = (conv_output_size(size, self.k, self.stride, self.padding) for size in x.shape[2:])
-        y = xp.zeros((self.n, x.shape[0], Ho, Wo), dtype=x.dtype)
-        for I in self._blocks():
-            A, _ = self._cached(B, I)                                           # eq. (5), once per (i, j)
-            U = self.Wt[I].transpose(0, 2, 1) @ A.reshape(A.shape[0], A.shape[1], -1)  # U[i,t] = sum_j W[i,j,t] A[i,j]
-            U = U.reshape(A.shape[:1] + (self.k ** 2,) + A.shape[2:])
-            for t, window in self._taps(Ho, Wo):
-                y[I] += U[:, t][window]                                         # y[i,b,h,w] = sum_t U[i,t,b,h*s+p,w*s+q]
-        return xp.ascontiguousarray(y.transpose(1, 0, 2, 3))
+        n, m, k = W.shape[:3]
+        Ho, Wo = (conv_output_size(size, k, self.stride, self.padding) for size in x.shape[2:])
+        y = xp.zeros((x.shape[0], n, Ho, Wo), dtype=x.dtype)
+        for i in range(n):
+            A, _ = self.activated(i)                                        # A[b,i,j]
+            U = W[i].reshape(m, k * k).T @ A.reshape(A.shape[0], m, -1)     # U[b,i,t] = sum_j W[i,j,t] A[b,i,j]
+            U = U.reshape((A.shape[0], k * k) + A.shape[2:])
+            for t, window in self.taps(Ho, Wo):
+                y[:, i] += U[:, t][window]                                  # y[b,i,h,w] = sum_t U[b,i,t, h*s+p, w*s+q]
+        return y
 
     def backward(self, g):
-        if self.fused:
-            return dac_cuda.conv_backward(self.x, self.W, self.B, g, self.stride, self.padding,
-                                          self.activation, [self.needs_grad(i) for i in range(3)])
-        xp = get_array_module(g)
-        gt, Wt, B = g.transpose(1, 0, 2, 3), self.Wt, self.B                    # gt: (out, b, Ho, Wo)
-        gxt = xp.zeros_like(unpad2d(self.xpad, self.padding))                   # (in, b, H, W)
-        gW, gB = xp.empty_like(Wt), xp.empty_like(B)
-        for I in self._blocks():
-            A, fn = self._cached(B, I)                                          # recomputed per block
+        x, W = self.x, self.W
+        xp = get_array_module(x)
+        n, m, k = W.shape[:3]
+        gx, gW, gB = xp.zeros_like(x), xp.empty_like(W), xp.empty_like(self.B)
+        for i in range(n):
+            A, fn = self.activated(i)                                       # A[b,i,j], computed again
             # BEGIN SOLUTION dac_conv
-            G = xp.zeros(A.shape[:1] + (self.k ** 2,) + A.shape[2:], dtype=g.dtype)
-            for t, window in self._taps(*g.shape[2:]):
-                G[:, t][window] = gt[I]                                         # g[i,b,h,w] where tap t read A
-            A2, G2 = A.reshape(A.shape[0], A.shape[1], -1), G.reshape(G.shape[0], G.shape[1], -1)
-            gW[I] = A2 @ G2.transpose(0, 2, 1)                                  # dW[i,j,t] = sum A[i,j] G[i,t]
-            gA = (Wt[I] @ G2).reshape(A.shape)                                  # dA[i,j] = sum_t W[i,j,t] G[i,t]
-            inner = (Ellipsis, slice(self.padding, A.shape[3] - self.padding),
-                     slice(self.padding, A.shape[4] - self.padding))
-            M = fn.backward(gA)[0][inner]                                       # dA * phi', without the pad
-            gB[I] = M.sum(axis=(2, 3, 4))                                       # dB[i,j] = sum_{b,h,w}
-            gxt += M.sum(axis=0)                                                # dx[j] = sum_i
+            G = xp.zeros((A.shape[0], k * k) + A.shape[2:], dtype=g.dtype)
+            for t, window in self.taps(*g.shape[2:]):
+                G[:, t][window] = g[:, i]                                   # G[b,i,t, h*s+p, w*s+q] = g[b,i,h,w]
+            A2, G2 = A.reshape(A.shape[0], m, -1), G.reshape(G.shape[0], k * k, -1)
+            gW[i] = xp.tensordot(A2, G2, axes=([0, 2], [0, 2])).reshape(m, k, k)  # dW[i,j,t] = sum_b A . G
+            dA = (W[i].reshape(m, k * k) @ G2).reshape(A.shape)             # dA[b,i,j] = sum_t W[i,j,t] G[b,i,t]
+            M = fn.backward(unpad2d(dA, self.padding))[0]                   # M = phi' * dA, the pad dropped
+            gB[i] = M.sum(axis=(0, 2, 3))                                   # dB[i,j] = sum_{b,h,w} M[b,i,j]
+            gx += M                                                         # dx[b,j] = sum_i M[b,i,j]
             # END SOLUTION dac_conv
-        return gxt.transpose(1, 0, 2, 3), gW.reshape(Wt.shape[:2] + (self.k, self.k)), gB
+        return gx, gW, gB
 
 
 def dac_conv2d(x, W, B, stride=1, padding=0, activation="relu"):

@@ -3,8 +3,8 @@
 // reference; dac_cuda.py compiles this file once per (dtype, activation) with
 //     -Dscalar_t=float|double  -DPHI=PHI_RELU|PHI_LEAKY_RELU|PHI_TANH|PHI_GELU
 //     -DLEAKY_SLOPE=...  -DGELU_SATURATED=...  -DTILE=...
-// and launches the kernels. Sizes are ints: dac_cuda.py takes the NumPy path for arrays
-// of 2^31 elements or more.
+// and launches the kernels. Sizes are ints: arrays of 2^31 elements or more take the
+// drop-ins' array code (dac_cuda.py's `handles`).
 //
 // The dense kernels are plain TILE x TILE tilings: a block computes a TILE x TILE tile of
 // its output and walks the sum in TILE-wide slices of its operands staged in shared

@@ -1,35 +1,32 @@
 """DAC on a GPU: the fused CUDA kernels of dac_cuda.cu for eq. (4), eq. (5) and eq. (7).
 
-dac.py's DACLinearFn and DACConv2dFn hand their work here when `handles(...)` says so:
-CuPy arrays of float32 or float64, none of 2^31 elements or more (the kernels index
-with int). Everywhere else dac.py's NumPy code runs, and it stays the reference the
-kernels are tested against (tests/test_dac_cuda.py: compiled by nvcc, run on the CPU
-under an emulation of CUDA's threads, and on a GPU when there is one).
+The drop-ins of dac.py hand their work here when `handles(...)` says so: CuPy arrays
+of float32 or float64, none of 2^31 elements or more (the kernels index with int).
+Everywhere else the drop-ins' blocked array code runs. tests/test_dac_cuda.py checks
+the kernels against the reference (tinyunits.units.dac): compiled by nvcc, run on the
+CPU under an emulation of CUDA's threads, and on a GPU when there is one.
 
 Three kernels per layer instead of the composed formula's many launches per block:
 the forward, dW and dB together (they sum the same terms over the batch), and dx.
 Every launch goes through `launch(name, options, grid, block, args)`, which compiles
-the kernel once (backend.cuda_kernel) and runs it; the tests put a CPU emulator of
-CUDA in its place, so they run this module and dac.py's dispatch too.
+the kernel once (cuda.kernel) and runs it; the tests put a CPU emulator of CUDA in
+its place, so they run this module and the drop-ins' dispatch too.
 
-The kernels are DAC's whole backward, so a student copy (docs/teaching.md) leaves
-dac_cuda.cu out. Without the file, or with any of its KERNELS missing, `handles`
-says no to every call: both passes then run dac.py's NumPy code on the CuPy arrays,
-the student's own backward included.
+The kernels are DAC's whole backward: the student copy (docs/teaching.md) leaves
+them out with the drop-ins.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from .. import backend
 from ..backend import get_array_module
 from ..ops.conv import conv_output_size
 from ..ops.elementwise import GELU, LeakyReLU
+from . import cuda
 
 KERNELS = ("dac_linear_forward", "dac_linear_backward_WB", "dac_linear_backward_x",
            "dac_conv_forward", "dac_conv_backward_WB", "dac_conv_backward_x")
-_CU = Path(__file__).with_name("dac_cuda.cu")
-SOURCE = _CU.read_text() if _CU.exists() else None  # None in a student copy
+SOURCE = Path(__file__).with_name("dac_cuda.cu").read_text()
 SCALAR = {"float32": "float", "float64": "double"}
 TILE = 16      # the tiled kernels run TILE x TILE threads per block
 THREADS = 256  # threads per block of the conv's dx gather
@@ -42,25 +39,19 @@ def options(dtype, activation: str) -> tuple:
             f"-DTILE={TILE}")
 
 
-def available() -> bool:
-    """Is every kernel of KERNELS defined in SOURCE (False in a student copy)?"""
-    return SOURCE is not None and all(f" void {name}(" in SOURCE for name in KERNELS)
-
-
 def handles(*arrays, out_shape) -> bool:
-    """Do the kernels take this call: the kernels are here, and the arrays are GPU
-    arrays of float32/float64, all (and the output of `out_shape`) under 2^31 elements?"""
+    """Do the kernels take this call: are the arrays GPU arrays of float32/float64,
+    all (and the output of `out_shape`) under 2^31 elements?"""
     out_size = 1
     for n in out_shape:
         out_size *= n
     return out_size < 2 ** 31 and all(
-        backend.on_gpu(a) and str(a.dtype) in SCALAR and a.size < 2 ** 31 for a in arrays
-    ) and available()
+        cuda.on_gpu(a) and str(a.dtype) in SCALAR and a.size < 2 ** 31 for a in arrays)
 
 
 def launch(name, options, grid, block, args):  # pragma: no cover - no GPU here
     """Run one kernel on the GPU, compiled on first use; tests put an emulator here."""
-    backend.cuda_kernel(SOURCE, name, options)(grid, block, args)
+    cuda.kernel(SOURCE, name, options)(grid, block, args)
 
 
 def _tiles(n: int) -> int:
