@@ -48,9 +48,9 @@ Backward, the conv analogue of eq. (7):
     END DERIVATION dac_conv
 
 Memory: the dense layer holds A whole, (batch, out, in). The conv's A would be
-(batch, out, in, Hp, Wp), 1.4 GB in float32 for one 64->64 layer of lesson 1's VGG
-at batch 128 on 16x16 maps, so the conv takes one output unit i at a time (A[:, i]
-is (batch, in, Hp, Wp)). Both backwards compute A again rather than keep it.
+(batch, out, in, Hp, Wp), 680 MB of float32 for a 64->64 layer at batch 128 on
+16x16 maps, so the conv takes one output unit i at a time (A[:, i] is (batch, in,
+Hp, Wp)). Both backwards compute A again rather than keep it.
 
 Section 4's cost accounting (`section4_counts`): against the standard connection
 it replaces, DAC adds `out*in - in` biases (the m shared biases of the previous
@@ -121,7 +121,7 @@ class DACConv2dFn(Function):
 
     def activated(self, i):
         """A[b,i] = zero-pad(phi(B[i,j] + x[b,j])) for every j, (batch, in, Hp, Wp), and
-        phi's Function (its backward gives phi' inside the pad)."""
+        phi's Function, whose backward(d) gives phi'(B[i,j] + x[b,j]) * d (no pad)."""
         A, fn = phi(self.activation, self.B[i, :, None, None] + self.x)
         return pad2d(A, self.padding), fn
 
