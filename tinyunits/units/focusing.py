@@ -34,8 +34,8 @@ and the code computes exactly this:
     dL/dsigma = (sum_i q d^2 - Q sum_i w d^2) / sigma^3
     END DERIVATION focusing_dmu focusing_dsigma
 
-The backward holds two (out, in) arrays instead of six: fresh arrays of that size
-cost page faults that outweigh their arithmetic.
+The backward reuses two (out, in) arrays in place rather than making a fresh one per
+term: fresh arrays of that size cost page faults that outweigh their arithmetic.
 
 Two numerical guards, neither visible in u beyond float32 rounding:
 - u does not change when a row of phi is multiplied by a constant, so each
@@ -63,7 +63,6 @@ import math
 
 from .. import validate
 from .. import backend
-from ..fast import threads
 from ..backend import get_array_module
 from ..function import Function
 from ..module import Module, Parameter
@@ -84,25 +83,20 @@ def effective_sigma(sigma):
 
 
 def focus_coefficients(mu, sigma, m):
-    """(d, u) of eqs. (6)-(7), both (out, m): d[j,i] = p_i - mu_j and the focus u.
-    Each row is its own neuron's: the rows are split over the CPU threads."""
+    """(d, u) of eqs. (6)-(7), both (out, m): d[j,i] = p_i - mu_j and the focus u."""
     xp = get_array_module(mu)
     p = xp.linspace(0.0, 1.0, m, dtype=mu.dtype)
-    d, u = (xp.empty((mu.shape[0], m), dtype=mu.dtype) for _ in range(2))
-
-    def rows(d, u, mu, sigma):
-        # fmin/fmax clip as clip does, but send a NaN mu to a valid index, so that NaN
-        # flows on to the loss (where fit stops) instead of an IndexError
-        nearest = p[xp.fmax(xp.fmin(xp.rint(mu * (m - 1)), m - 1), 0).astype("int64")]
-        xp.subtract(p, mu[:, None], out=d)
-        # u is built in place, through phi: see the module docstring for why
-        xp.multiply(d, d, out=u)
-        xp.subtract(((nearest - mu) ** 2)[:, None], u, out=u)
-        u *= (0.5 / (sigma * sigma))[:, None]
-        xp.maximum(u, LOG_PHI_FLOOR, out=u)
-        xp.exp(u, out=u)  # phi, eq. (6), row-scaled
-        u *= math.sqrt(m) / xp.sqrt(rowdot(u, u))[:, None]  # eq. (7)
-    threads.split(rows, d, u, mu, sigma)
+    # fmin/fmax clip as clip does, but send a NaN mu to a valid index, so that NaN
+    # flows on to the loss (where fit stops) instead of an IndexError
+    nearest = p[xp.fmax(xp.fmin(xp.rint(mu * (m - 1)), m - 1), 0).astype("int64")]
+    d = p - mu[:, None]
+    # u is built in place, through phi: see the module docstring for why
+    u = d * d
+    xp.subtract(((nearest - mu) ** 2)[:, None], u, out=u)
+    u *= (0.5 / (sigma * sigma))[:, None]
+    xp.maximum(u, LOG_PHI_FLOOR, out=u)
+    xp.exp(u, out=u)  # phi, eq. (6), row-scaled
+    u *= math.sqrt(m) / xp.sqrt(rowdot(u, u))[:, None]  # eq. (7)
     return d, u
 
 
