@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # lessons/ and datasets.py of this checkout
 
 from lessons import _lesson  # noqa: E402
-from tinyunits import sweep  # noqa: E402
+from tinyunits import fast, sweep  # noqa: E402
 
 
 def assert_same(a, b, where="result"):
@@ -58,7 +58,7 @@ def swept_twice(fn, settings, store):
 
 def direct_call(fn, settings):
     """fn(settings) as a sweep runs a trial: on a copy, BLAS on one thread."""
-    with sweep.one_blas_thread():
+    with fast.blas_limited(1):
         return fn(dict(settings))
 
 

@@ -11,6 +11,7 @@ import pytest
 import tinyunits as tu
 from tinyunits import nn, optim, resume, sweep
 from tinyunits.train import accuracy, fit
+from tinyunits.sweep.backups import trial_backup
 
 X = np.random.default_rng(0).normal(size=(200, 5)).astype(np.float32)
 Y = (X[:, 0] + X[:, 1] > 0).astype(np.int64)
@@ -383,13 +384,10 @@ def test_two_fits_in_a_trial_keep_a_backup_each(tmp_path):
     assert stopped["losses"] == plain["losses"]
     assert not os.path.exists(store + "-backups")
     assert sweep.backup_path("pretrain") is None  # outside a sweep
-    running = sweep._RUNNING_BACKUP.set(str(tmp_path / "x.npz"))  # as inside a trial
-    try:
+    with trial_backup(str(tmp_path / "x.npz")):  # as inside a trial
         for part, error in ((3, TypeError), ("a/b", ValueError)):
             with pytest.raises(error, match="sweep.backup_path: part must be None or a name"):
                 sweep.backup_path(part)
-    finally:
-        sweep._RUNNING_BACKUP.reset(running)
 
 
 def test_a_worker_killed_mid_trial_costs_at_most_an_epoch(tmp_path):

@@ -1,13 +1,8 @@
-"""tinyunits.sweep: the store keeps finished trials, failures are recorded, Dask matches serial.
-
-The trial functions below are top-level, so Dask's spawned workers can import
-them (pytest puts tests/ on sys.path, and spawned workers inherit it). Each
-appends one line to a log file when it starts, so a test can count how often
-every trial really ran, in any process.
-"""
-import json
+"""tinyunits/sweep/runner.py: run() keeps finished trials in the store and never
+computes them again while their code is the same; a failure is recorded, retried once
+and reported; a Dask cluster gives what a serial run gives, survives a killed worker
+and a suspended machine, and does not re-run the calling script."""
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -17,85 +12,22 @@ import time
 import numpy as np
 import pytest
 
-import tinyunits as tu
-from tinyunits import nn, optim, sweep
+from tinyunits import sweep
+from sweep_support import (ROOT, TESTS, assert_checked_by_name, assert_same, bad_arguments,
+                           counts, exits, log_start, make_trials, mutates, sleeps, square, starts,
+                           tiny_trial, worker_threads, write_module)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TESTS = os.path.dirname(os.path.abspath(__file__))
-
-
-def _log_start(settings):
-    with open(settings["log"], "a") as f:
-        f.write(f"{settings['seed']}\n")
-
-
-def starts(log):
-    """How many times each seed's trial started."""
-    if not os.path.exists(log):
-        return {}
-    seeds = [int(line) for line in open(log).read().split()]
-    return {s: seeds.count(s) for s in sorted(set(seeds))}
-
-
-def tiny_trial(settings):
-    """A few SGD steps of a tiny net, seeded from the settings; returns numbers and arrays."""
-    _log_start(settings)
-    if settings["seed"] == int(os.environ.get("SWEEP_TEST_HANG", -1)):
-        time.sleep(600)  # the driver is killed while this trial runs
-    marker = os.environ.get("SWEEP_TEST_KILL")
-    if marker and settings["seed"] == 1 and not os.path.exists(marker):
-        open(marker, "w").close()
-        os.kill(os.getpid(), signal.SIGKILL)  # this worker dies mid-trial, once
-    tu.set_default_dtype("float32")
-    tu.manual_seed(settings["seed"])
-    model = nn.Linear(4, 3)
-    opt = optim.SGD(model.parameters(), lr=settings["lr"], momentum=0.9)
-    rng = np.random.default_rng(settings["seed"])
-    x, y = rng.normal(size=(16, 4)).astype(np.float32), rng.normal(size=(16, 3)).astype(np.float32)
-    losses = []
-    for _ in range(5):
-        loss = tu.ops.mse_loss(model(tu.tensor(x)), tu.tensor(y))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return {"loss": losses[-1], "losses": losses, "weight": model.weight.numpy(),
-            "steps": 5, "worse": losses[-1] > losses[0], "nan": float("nan")}
-
-
-def environment_trial(settings):
-    """What a worker's environment says about BLAS threads and malloc trimming."""
-    _log_start(settings)
-    return {v: os.environ.get(v, "unset") for v in
-            ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_")}
+backend_free = pytest.mark.backend_free("the sweep's machinery, no tinyunits op")
 
 
 def failing_trial(settings):
     """Seed 2 always raises; seed 3 raises on its first attempt only."""
-    _log_start(settings)
+    log_start(settings)
     if settings["seed"] == 2:
         raise ValueError("seed 2 is broken on purpose")
     if settings["seed"] == 3 and starts(settings["log"])[3] == 1:
         raise RuntimeError("seed 3 fails once")
     return {"seed": settings["seed"]}
-
-
-def make_trials(tmp_path, n=4):
-    log = str(tmp_path / "starts.log")
-    return [dict(seed=s, lr=0.1, log=log) for s in range(n)], log
-
-
-def assert_same(a, b):
-    assert len(a) == len(b)
-    for ra, rb in zip(a, b):
-        assert ra.keys() == rb.keys()
-        for k in ra:
-            if isinstance(ra[k], np.ndarray):
-                assert ra[k].dtype == rb[k].dtype and np.array_equal(ra[k], rb[k])
-            elif isinstance(ra[k], float) and np.isnan(ra[k]):
-                assert np.isnan(rb[k])
-            else:
-                assert ra[k] == rb[k], k
 
 
 # --------------------------------------------------------------------------- serial
@@ -143,8 +75,8 @@ def test_driver_killed_mid_sweep_loses_only_the_trial_in_flight(tmp_path):
         import sys
         sys.path[:0] = [{ROOT!r}, {TESTS!r}]
         from tinyunits import sweep
-        import test_sweep
-        sweep.run("tiny", test_sweep.tiny_trial, {trials!r}, store={store!r})
+        import sweep_support
+        sweep.run("tiny", sweep_support.tiny_trial, {trials!r}, store={store!r})
     """))
     env = dict(os.environ, SWEEP_TEST_HANG="3")
     proc = subprocess.Popen([sys.executable, str(driver)], env=env)
@@ -184,14 +116,6 @@ def test_raising_trial_is_recorded_retried_and_reported(tmp_path):
     assert starts(log) == {0: 1, 1: 1, 2: 4, 3: 2, 4: 1}
 
 
-def test_bad_return_values_fail_the_trial_with_a_clear_error(tmp_path):
-    store = str(tmp_path / "s.sqlite")
-    with pytest.warns(RuntimeWarning, match="must return a dict, got list"):
-        assert sweep.run("bad", sorted, [{"a": 1}], store=store) == [None]
-    with pytest.warns(RuntimeWarning, match=r"\['x'\] is a set"):
-        assert sweep.run("bad", lambda s: {"x": {1}}, [{"a": 2}], store=store) == [None]
-
-
 @pytest.mark.parametrize("kwargs, error, message", [
     (dict(name=""), TypeError, "name must be a non-empty string"),
     (dict(fn=3), TypeError, "fn must be a function"),
@@ -225,18 +149,46 @@ def test_add_sweep_arguments():
     assert parser.parse_args(["--scheduler", "tcp://h:8786"]).scheduler == "tcp://h:8786"
 
 
-def test_load_names_a_missing_store(tmp_path):
-    with pytest.raises(FileNotFoundError, match="sweep.load: no store"):
-        sweep.load("s", str(tmp_path / "none.sqlite"))
+@backend_free
+@pytest.mark.parametrize("argument, value, error, message",
+                         bad_arguments({"name", "fn", "store", "timeout"}))
+def test_run_checks_its_arguments_by_name(tmp_path, argument, value, error, message):
+    def call(**given):
+        return sweep.run(**({"name": "s", "fn": square, "trials": [{"x": 1}]} | given))
+    assert_checked_by_name(tmp_path, "run", call, argument, value, error, message)
 
 
-def test_result_json_is_readable_and_round_trips():
-    text = sweep.encode_result({"a": np.arange(6, dtype=np.int16).reshape(2, 3),
-                                "b": np.float64(2.5), "c": float("-inf"), "d": [1, 2.0]})
-    assert json.loads(text)["c"] == {"__float__": "-inf"} and "NaN" not in text
-    back = sweep.decode_result(text)
-    assert back["a"].dtype == np.int16 and back["a"].tolist() == [[0, 1, 2], [3, 4, 5]]
-    assert back["b"] == 2.5 and back["c"] == -np.inf and back["d"] == [1, 2.0]
+@backend_free
+def test_a_fixed_trial_is_computed_again_and_the_old_result_is_never_returned(
+        tmp_path, monkeypatch):
+    store = str(tmp_path / "s.sqlite")
+    trials = [{"x": 1}, {"x": 2}]
+    old = write_module(tmp_path, monkeypatch)
+    assert [r["y"] for r in sweep.run("fix", old.trial, trials, store=store)] == [2, 4]
+    fixed = write_module(tmp_path, monkeypatch, offset=100)
+    with pytest.warns(RuntimeWarning, match="2 stored trials of 'fix' were computed by other code"):
+        results = sweep.run("fix", fixed.trial, trials, store=store)
+    assert [r["y"] for r in results] == [102, 104]
+    rows = sweep.load("fix", store, fn=fixed.trial)
+    assert [r["stale"] for r in rows] == [False, False]
+    assert {r["code"] for r in rows} == {sweep.code_identity(fixed.trial)}
+    assert all(r["library"].startswith("tinyunits ") for r in rows)
+    assert all(r["stale"] is None for r in sweep.load("fix", store))
+    # a comment changes nothing: the stored results are current
+    commented = write_module(tmp_path, monkeypatch, offset=100, comment="reworded")
+    assert sweep.run("fix", commented.trial, trials, store=store) == results
+
+
+
+@backend_free
+@pytest.mark.parametrize("how", ["raise", "mutate and raise"])
+def test_a_trial_that_raises_is_still_tried_twice(tmp_path, how):
+    log = tmp_path / "calls.log"
+    with pytest.warns(RuntimeWarning, match="1 of 1 trials of 'r' failed 2 times"):
+        sweep.run("r", counts, [{"log": str(log), "how": how}], store=str(tmp_path / "s.sqlite"))
+    (row,) = sweep.load("r", str(tmp_path / "s.sqlite"))
+    assert row["attempts"] == 2 and "ValueError" in row["error"]
+    assert log.read_text().count("call") == 2
 
 
 # --------------------------------------------------------------------------- Dask
@@ -269,10 +221,10 @@ def test_a_script_that_starts_workers_is_not_rerun_by_them(tmp_path):
         with open({str(ran)!r}, "a") as f:
             f.write("ran\\n")
         from tinyunits import sweep
-        import test_sweep
+        import sweep_support
 
         # %%
-        results = sweep.run("env", test_sweep.environment_trial, {trials!r},
+        results = sweep.run("env", sweep_support.environment_trial, {trials!r},
                             store={str(tmp_path / "s.sqlite")!r}, workers=2)
         print(results)
     """))
@@ -289,71 +241,88 @@ def test_a_script_that_starts_workers_is_not_rerun_by_them(tmp_path):
     assert out.stdout.strip() == repr([pinned] * 4)
 
 
-# --------------------------------------------------------------------------- the lessons' tables
-def stored_settings(settings):
-    """Stands in for a trial: its result is part of its settings."""
-    return settings["result"]
-
-
-def settings_result(settings):
-    """stored_settings by other code: rows it stored are stale for stored_settings."""
-    return dict(settings["result"])
-
-
-def test_lesson_tables_are_built_from_the_store(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(ROOT)
-    from lessons.trials import focusing, hannet
-    for module in (focusing, hannet):  # the tables read rows of their TRIAL's code
-        monkeypatch.setattr(module, "TRIAL", stored_settings)
+@backend_free
+def test_timeout_sys_exit_and_mutation_on_dask_workers(tmp_path):
+    pytest.importorskip("distributed")
     store = str(tmp_path / "s.sqlite")
-    sweep.run(hannet.SWEEP, settings_result, [  # by other code: left out, and said so
-        dict(net="hannet", lr=0.05, seed=9, steps=10, result=dict(test_acc=0.1, diverged=True))],
-        store=store)
-    accs = [0.9, 0.5, 1.0, 0.7]
-    sweep.run(hannet.SWEEP, stored_settings, [
-        dict(net="hannet", lr=0.05, seed=i, steps=10,
-             result=dict(test_acc=a, diverged=a < 0.6)) for i, a in enumerate(accs)]
-        + [dict(net="fcnet", lr=0.25, seed=0, steps=10, result=dict(test_acc=0.5, diverged=True))]
-        + [dict(net="hannet", lr=0.1, seed=i, steps=10, result=dict(test_acc=a, diverged=False))
-           for i, a in enumerate([0.95, 0.6, 0.8])],  # seed 3 lacks lr 0.1: not in "best"
-        store=store)
-    lines = hannet.table(store).splitlines()
-    assert lines[0].split() == ["net", "lr", "steps", "n", "mean", "median", "min", "max",
-                                "diverged"]
-    assert lines[1].split() == ["fcnet", "0.25", "10", "1", "50.0%", "50.0%", "50.0%", "50.0%", "1"]
-    assert lines[2].split() == ["hannet", "0.05", "10", "4", "77.5%", "80.0%", "50.0%", "100.0%", "1"]
-    assert lines[3].split()[:4] == ["hannet", "0.1", "10", "3"]
-    # each seed's best lr: 0.95, 0.6 (a diverged 0.5 at lr 0.05 loses to it), 1.0
-    assert lines[4].split() == ["hannet", "best", "10", "3", "85.0%", "95.0%", "60.0%", "100.0%", "0"]
-    assert lines[5].startswith("STALE, not shown: 1 stored rows computed by other code")
-    assert "`python -m lessons.trials hannet --adopt 3`" in lines[5]
-    assert len(lines) == 6  # fcnet has one lr: no best row
-    sweep.run(focusing.SWEEP, stored_settings, [
-        dict(trial=i, result=dict(noisy=i < 3, focus=f, dense=d))
-        for i, (f, d) in enumerate([(0.9, 0.8), (0.7, 0.8), (1.0, 0.6), (0.5, 0.6)])], store=store)
-    lines = focusing.table(store).splitlines()
-    assert lines[1].split() == ["noisy", "3", "86.7%", "73.3%", "+13.33", "pts", "2", "of", "3"]
-    assert lines[2].split() == ["clean", "1", "50.0%", "60.0%", "-10.00", "pts", "0", "of", "1"]
+    with pytest.warns(RuntimeWarning, match="1 of 2 trials of 'slow' failed"):
+        assert sweep.run("slow", sleeps, [{"sleep": 0}, {"sleep": 60}], store=store,
+                         workers=2, timeout=5) == [{"slept": 0}, None]
+    with pytest.warns(RuntimeWarning, match="1 of 2 trials"):
+        assert sweep.run("exits", exits, [{"x": 0}, {"x": 1}], store=store,
+                         workers=2) == [{"x": 0}, None]
+    with pytest.warns(RuntimeWarning, match="changed the settings"):
+        assert sweep.run("m", mutates, [{"x": 1}], store=store, workers=1) == [None]
+    # each worker: BLAS on one thread, tinyunits' pieces on its share of the cores
+    env = sweep.run("env", worker_threads, [{"i": 0}], store=store, workers=2)[0]
+    share = str(max(1, len(os.sched_getaffinity(0)) // 2))
+    assert env == dict(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                       TINYUNITS_NUM_THREADS=share)
 
 
-def fails_without_a_result(settings):
-    """stored_settings that fails on a trial with no result (the store records it failed)."""
-    if settings["result"] is None:
-        raise ValueError("no result")
-    return settings["result"]
+@backend_free
+def test_workers_get_their_share_whatever_this_process_has_set(tmp_path, monkeypatch):
+    """Dask lets the parent's own variables win over pre-spawn-environ: a user's
+    OMP_NUM_THREADS, or a count an earlier call left in os.environ, must not reach them."""
+    pytest.importorskip("distributed")
+    monkeypatch.setenv("TINYUNITS_NUM_THREADS", "7")
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    env = sweep.run("env", worker_threads, [{"i": 0}], store=str(tmp_path / "s.sqlite"),
+                    workers=2)[0]
+    share = str(max(1, len(os.sched_getaffinity(0)) // 2))
+    assert env == dict(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                       TINYUNITS_NUM_THREADS=share)
+    assert os.environ["TINYUNITS_NUM_THREADS"] == os.environ["OMP_NUM_THREADS"] == "7"
 
 
-def test_trials_status_counts_the_given_trials_by_state(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(ROOT)
-    from lessons.trials.__main__ import status
-    store = str(tmp_path / "s.sqlite")
-    trials = [dict(seed=i, result=None if i == 3 else dict(x=i)) for i in range(6)]
-    assert status("s", stored_settings, trials, store).split()[1:9] == [
-        "6", "trials", "0", "done", "0", "stale", "0", "failed"]  # no store yet: nothing held
-    sweep.run("s", settings_result, trials[:1], store=store)  # stale for stored_settings
-    with pytest.warns(RuntimeWarning):
-        sweep.run("s", fails_without_a_result, trials[1:4], store=store)
-    sweep.run("s", stored_settings, [dict(seed=9, result=dict(x=9))], store=store)  # not asked
-    line = status("s", fails_without_a_result, trials, store)
-    assert line.split()[:11] == ["s", "6", "trials", "2", "done", "1", "stale", "1", "failed",
-                                 "4", "to"]
+SUSPENDED_TRIAL = '''
+import os, time
+
+
+def trial(settings):
+    with open(os.path.join({folder!r}, "started"), "a") as f:
+        f.write("x")
+    time.sleep(settings["sleep"])
+    return {{"slept": settings["sleep"]}}
+'''
+SUSPENDED = '''
+import dask
+from tinyunits import sweep
+from suspended_trial import trial
+
+# a short heartbeat limit stands in for Dask's 5 minutes (a laptop lid closed longer)
+with dask.config.set({{"distributed.scheduler.worker-ttl": "2s"}}):
+    print(sweep.run("s", trial, [{{"sleep": 3}}], store={store!r}, workers=1))
+'''
+
+
+@backend_free
+def test_a_sweep_suspended_longer_than_dasks_heartbeat_limit_goes_on(tmp_path):
+    """The whole process group stopped (a laptop's suspend, kill -STOP) for longer than
+    Dask's worker heartbeat limit, then resumed: the local cluster keeps its worker and
+    the trial, which finishes once. With the limit, the scheduler would declare the
+    worker dead on waking (the trial tried again, or the run hung with no worker left)."""
+    pytest.importorskip("distributed")
+    import signal
+    import subprocess
+    (tmp_path / "suspended_trial.py").write_text(SUSPENDED_TRIAL.format(folder=str(tmp_path)))
+    script = tmp_path / "suspended.py"
+    script.write_text(SUSPENDED.format(store=str(tmp_path / "s.sqlite")))
+    child = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, start_new_session=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, str(tmp_path)])))
+    try:
+        deadline = time.time() + 120
+        while not (tmp_path / "started").exists() and time.time() < deadline:
+            time.sleep(0.2)
+        assert (tmp_path / "started").exists(), child.communicate(timeout=10)
+        os.killpg(child.pid, signal.SIGSTOP)
+        time.sleep(6)
+        os.killpg(child.pid, signal.SIGCONT)
+        out, err = child.communicate(timeout=90)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+    assert child.returncode == 0, err[-2000:]
+    assert out.strip().splitlines()[-1] == "[{'slept': 3}]", err[-2000:]
+    assert (tmp_path / "started").read_text() == "x"  # ran once: not tried again
