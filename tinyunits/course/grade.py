@@ -351,8 +351,7 @@ def _result(name, lines) -> Result:
 
 def _workers() -> int:
     """One child per core this process may use, at most four."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(4, cores or 1))
+    return max(1, min(4, fast.available_cores()))
 
 
 def grade(directory=None, only=None, hidden=None, timeout=TIMEOUT, workers=None):
