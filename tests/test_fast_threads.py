@@ -170,7 +170,7 @@ def test_device_arrays_are_not_cut_into_per_thread_pieces(monkeypatch, rng):
 
 
 def test_focusing_rows_give_the_same_bits_on_any_number_of_threads(rng, thread_counts):
-    from tinyunits.units.focus import focus_coefficients
+    from tinyunits.units.focusing import focus_coefficients
     mu, sigma = rng.uniform(0, 1, 37), rng.uniform(0.01, 1, 37)
     results = []
     for n in (1, 2, 3):
