@@ -31,3 +31,12 @@ def test_an_old_module_name_warns_and_gives_the_new_modules_objects(old, monkeyp
     assert sys.modules[f"tinyunits.units.{old}"] is current  # every other name too
     if hasattr(nn, name):
         assert namespace[name] is getattr(nn, name)
+
+
+def test_nn_module_warns_and_gives_the_same_classes(monkeypatch):
+    """Module and Parameter moved to tinyunits/module.py (below nn and the units)."""
+    monkeypatch.delitem(sys.modules, "tinyunits.nn.module", raising=False)
+    monkeypatch.delattr(nn, "module", raising=False)
+    with pytest.warns(DeprecationWarning, match=r"tinyunits\.nn\.module is deprecated"):
+        from tinyunits.nn.module import Module, Parameter, Sequential
+    assert (Module, Parameter, Sequential) == (nn.Module, nn.Parameter, nn.Sequential)

@@ -44,12 +44,11 @@ flat index i*(K+1) + bin, for all samples, positions and features at once.
 """
 from __future__ import annotations
 
-from .. import validate
-from .. import backend
+from .. import backend, validate
 from ..backend import get_array_module
 from ..function import Function
-from ..nn import init as nn_init
-from ..nn.module import Module, Parameter
+from ..init import uniform, zeros
+from ..module import Module, Parameter
 
 KINDS = ("diagonal", "tridiagonal")
 INITS = ("relu", "leaky", "identity", "random")
@@ -184,7 +183,7 @@ def _initial_levels(init, s, num_features, negative_slope, where):
     np = backend.host_module()
     shape = (num_features, s.size + 1)
     if init == "random":
-        return nn_init.uniform(shape, -1.0, 1.0)
+        return uniform(shape, -1.0, 1.0)
     if init == "identity":
         return np.ones(shape)
     if 0.0 not in s:
@@ -199,7 +198,7 @@ def _initial_levels(init, s, num_features, negative_slope, where):
 
 def _initial_off_diagonal(init, shape):
     """lower / upper start at 0 (docs/papers/tmaf.md), so every init but "random" starts diagonal."""
-    return nn_init.uniform(shape, -1.0, 1.0) if init == "random" else nn_init.zeros(shape)
+    return uniform(shape, -1.0, 1.0) if init == "random" else zeros(shape)
 
 
 class TMAF(Module):
