@@ -72,12 +72,12 @@ EXERCISES = (
              "Walk the layers backwards: D_{l-1} = (D_l W_l) * [H_l > 0]; f is shared, so "
              "its weight gradients sum over every point of every unit.",
              ("dx", "dW0", "db0", "dW1", "db1", "dW2", "db2")),
-    Exercise("tmaf_levels", 2, "tinyunits/units/tmaf.py", "TMAF (B2): d levels (diagonal)",
+    Exercise("tmaf_levels", 2, "tinyunits/units/tmaf.py", "TMAF eq. (B2): d levels (diagonal)",
              "docs/papers/tmaf.md", TMAF, "Each level t[i, k] collects g_i * x_i from every "
              "element whose value fell in interval k.", ("dlevels",)),
     Exercise("tmaf_tridiagonal", 3, "tinyunits/units/tmaf.py",
-             "TMAF (B4): d lower, d levels, d upper (tri-diagonal)", "docs/papers/tmaf.md",
-             TMAF, "As (B2), with x_{i-1} for lower and x_{i+1} for upper; the bin is always "
+             "TMAF eq. (B4): d lower, d levels, d upper (tri-diagonal)", "docs/papers/tmaf.md",
+             TMAF, "As eq. (B2), with x_{i-1} for lower and x_{i+1} for upper; the bin is always "
              "that of x_i.", ("dlower", "dlevels", "dupper")),
     Exercise("hannet_du", 4, "tinyunits/units/hannet.py",
              "Han-layer eq. (6), Algorithm 1: du through u_hat = u / ||u||",

@@ -1,12 +1,12 @@
 """y += a * x in place, in one pass: BLAS's axpy, for the optimisers' updates.
 
 NumPy has no in-place scaled add: `p -= lr * g` first makes lr * g, a temporary as
-large as the parameter, then passes over memory again, all on one core. An update
-is that, for every parameter, every step: for the MLP 784-800-800-10 (1.3 M
-parameters, tests/benchmarks row B1) 0.5 ms of a 6 ms step, as much as B1 then
-trailed PyTorch by. BLAS's axpy makes the same update in one pass. NumPy does not
-expose it, so `axpy` calls it in the BLAS library NumPy loaded (found through
-threadpoolctl), and otherwise runs the NumPy line, which stays the reference:
+large as the parameter, then passes over memory again, all on one core. An update is
+that, for every parameter, every step: for an MLP 784-800-800-10 (1.3 M parameters)
+0.5 ms of a 6 ms step (tests/benchmarks/README.md). BLAS's axpy makes the same update
+in one pass. NumPy does not expose it, so `axpy` calls it in the BLAS library NumPy
+loaded (found through threadpoolctl), and otherwise runs the NumPy line, which stays
+the reference:
 
     y += a * x
 

@@ -1,22 +1,23 @@
 """Scratch arrays kept from one training step to the next.
 
-Some ops need a large temporary inside one call: the convolution's columns and
-their gradient (`fast/conv.py`); others keep an array for their backward only (ReLU's
-mask, max pooling's positions). Made fresh every step, a temporary of a few MB
-costs the allocator fresh pages from the kernel (glibc returns large blocks to it
-when they are freed), one page fault per 4 KB: for a small conv net that was a
-third of a step. Such an op borrows its temporary here instead and gives it back
-when it is done; the next call that asks for the same shape and dtype gets the
+Some ops need a large temporary inside one call: the convolution's columns and their
+gradient (`fast/conv.py`); others keep an array for their backward only (ReLU's mask,
+max pooling's positions). Made fresh every step, a temporary of a few MB costs the
+allocator fresh pages from the kernel (glibc returns large blocks to it when they are
+freed), one page fault per 4 KB: a third of a small conv net's step
+(tests/benchmarks/README.md). Such an op borrows its temporary here instead and gives
+it back when it is done; the next call that asks for the same shape and dtype gets the
 same memory back, already mapped.
 
 The rule: an array is given back only by the code that borrowed it (or that made it,
-when no one else has seen it), and only when nothing will read it again. Scratch space is borrowed and given back within one
-call (`with borrowed(...) as a:`), and no view of it is returned or saved in the
-graph. An array saved for backward is private to the Function that saved it, and
-is given back by its `release()`, which the engine calls after that node's backward
-(never while the graph lives: backward(retain_graph=True) does not release, and a
-graph never backpropagated is not released either; its arrays go to the garbage
-collector as any others). Outputs and gradients are never lent: their users hold them.
+when no one else has seen it), and only when nothing will read it again. Scratch space
+is borrowed and given back within one call (`with borrowed(...) as a:`), and no view
+of it is returned or saved in the graph. An array saved for backward is private to the
+Function that saved it, and is given back by its `release()`, which the engine calls
+after that node's backward (never while the graph lives: backward(retain_graph=True)
+does not release, and a graph never backpropagated is not released either; its arrays
+go to the garbage collector as any others). Outputs and gradients are never lent:
+their users hold them.
 
 Only host (NumPy) arrays are kept: CuPy has its own memory pool, and the strict
 backend's arrays stand for a device's. At most LIMIT bytes are kept; beyond that

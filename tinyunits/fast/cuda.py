@@ -32,6 +32,6 @@ def _module(source: str, options: tuple):
 def block_elements() -> int:
     """How many elements a blocked computation (DAC's) holds at once on the current
     backend: a CPU cache's worth (2^20) on the host; 2^24 on a GPU, where every block
-    costs its own kernel launches (DAC 1024x1024 at batch 1024 on an H100: 613 ms a
-    step in 2^20-element blocks, 57 ms in 2^24)."""
+    costs its own kernel launches (for a DAC 1024x1024 layer at batch 1024, ten
+    times fewer blocks made its step ten times shorter: tests/benchmarks/README.md)."""
     return 2 ** 24 if backend.get_backend() == "cupy" else 2 ** 20

@@ -126,7 +126,7 @@ def per_thread(n: int, elements: int, like):
     """range(n) as one slice per thread; one slice when there is one thread, when the
     work covers fewer than MIN_ELEMENTS elements (a hand-off costs more), or when
     `like` is a device array (the pieces would only run in order, each launching its
-    own kernels: on an H100, B2's step took 35 ms that way, 8.8 ms in one piece)."""
+    own kernels, a launch per piece: tests/benchmarks/README.md measures it)."""
     small = elements < MIN_ELEMENTS or not on_host(like)
     size = n if small else -(-n // get_num_threads())
     return [slice(start, min(start + size, n)) for start in range(0, n, max(1, size))]

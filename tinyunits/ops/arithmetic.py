@@ -69,7 +69,7 @@ class Pow(Function):
 
     def forward(self, a):
         if a.dtype.kind in "iu" and isinstance(self.c, int) and self.c < 0:
-            # NumPy refuses; CuPy computes an integer answer without a word (seen on an H100)
+            # NumPy refuses; CuPy would compute an integer answer without a word
             raise ValueError("Integers to negative integer powers are not allowed")
         self.a = a
         return a ** self.c

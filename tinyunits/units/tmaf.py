@@ -16,24 +16,25 @@ Each feature i (axis 1 of the input) owns trainable levels t[i, 0..K].
     Tri-diagonal TMAF (2.4), rows indexed by their own coordinate, x_0 = x_{n+1} = 0:
         y_i = l[i, bin(x_i)] * x_{i-1} + t[i, bin(x_i)] * x_i + u[i, bin(x_i)] * x_{i+1}
 
-Backward (bins are piecewise constant, so their derivative is zero):
+Backward, our equations B1-B4 of docs/papers/tmaf.md (bins are piecewise constant,
+so their derivative is zero):
 
-    diagonal       dx_i      = g_i * t[i, bin(x_i)]                        (B1)
+    diagonal       dx_i      = g_i * t[i, bin(x_i)]                        (eq. B1)
     tri-diagonal   dx_i      = g_i * t[i, bin(x_i)] + g_{i+1} * l[i+1, bin(x_{i+1})]
-                               + g_{i-1} * u[i-1, bin(x_{i-1})]            (B3)
+                               + g_{i-1} * u[i-1, bin(x_{i-1})]            (eq. B3)
     BEGIN DERIVATION tmaf_levels tmaf_tridiagonal
     diagonal       dt[i, k]  = sum over samples (and positions) with bin(x_i) = k
-                               of g_i * x_i                                (B2)
-    tri-diagonal   dl[i, k], dt[i, k], du[i, k] = the sums of (B2) with x_{i-1},
-                               x_i, x_{i+1} in place of x_i                (B4)
+                               of g_i * x_i                                (eq. B2)
+    tri-diagonal   dl[i, k], dt[i, k], du[i, k] = the sums of (eq. B2) with x_{i-1},
+                               x_i, x_{i+1} in place of x_i                (eq. B4)
     END DERIVATION tmaf_levels tmaf_tridiagonal
 
 Convention at a breakpoint. x = s_k lies in interval k (the value uses
 t[i, k]), but y_i need not be differentiable there, so its slope is a choice:
-we take the slope of the interval on the LEFT, t[i, k-1] (in B1 and the first
-term of B3). With init="relu" (K=1, s_1=0, t=(0, 1)) this gives derivative 0
+we take the slope of the interval on the LEFT, t[i, k-1] (in eq. B1 and the first
+term of eq. B3). With init="relu" (K=1, s_1=0, t=(0, 1)) this gives derivative 0
 at x=0, exactly as ops.relu, so the layer then equals ReLU bit for bit in value
-and input gradient. The level gradients (B2, B4) are exact everywhere: they use
+and input gradient. The level gradients (eq. B2, B4) are exact everywhere: they use
 the interval the value used.
 
 Bins are counted with one broadcast comparison against the K breakpoints
@@ -88,7 +89,7 @@ def _flat_index(bins, n_levels):
 
 
 def _accumulate(index, weights, shape):
-    """d levels: the sum of `weights` over every element whose flat index is i*(K+1)+k (B2)."""
+    """d levels: the sum of `weights` over every element whose flat index is i*(K+1)+k (eq. B2)."""
     xp = get_array_module(weights)
     size = shape[0] * shape[1]
     total = xp.bincount(index.ravel(), weights=weights.ravel(), minlength=size)
@@ -124,9 +125,9 @@ class DiagonalTMAFFn(Function):
         return flat.take(self.index) * x
 
     def backward(self, g):
-        dx = g * self.slope                                                  # (B1)
+        dx = g * self.slope                                                  # (eq. B1)
         # BEGIN SOLUTION tmaf_levels
-        dlevels = _accumulate(self.index, g * self.x, self.shape)            # (B2)
+        dlevels = _accumulate(self.index, g * self.x, self.shape)            # (eq. B2)
         # END SOLUTION tmaf_levels
         return dx, dlevels
 
@@ -147,9 +148,9 @@ class TridiagonalTMAFFn(Function):
         return self.l * self.x_prev + levels.ravel().take(self.index) * x + self.u * self.x_next
 
     def backward(self, g):
-        dx = g * self.slope + _next(g * self.l) + _previous(g * self.u)     # (B3)
+        dx = g * self.slope + _next(g * self.l) + _previous(g * self.u)     # (eq. B3)
         # BEGIN SOLUTION tmaf_tridiagonal
-        dlower = _accumulate(self.index, g * self.x_prev, self.shape)       # (B4)
+        dlower = _accumulate(self.index, g * self.x_prev, self.shape)       # (eq. B4)
         dlevels = _accumulate(self.index, g * self.x, self.shape)
         dupper = _accumulate(self.index, g * self.x_next, self.shape)
         # END SOLUTION tmaf_tridiagonal
