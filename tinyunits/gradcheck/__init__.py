@@ -114,7 +114,7 @@ def gradcheck(fn, inputs, module=None, eps=1e-6, tol=TOLERANCE, atol=ATOL, seed=
     with _in_float64(module):
         if module is not None:
             named += list(module.named_parameters())
-        report = _check(fn, inputs, named, eps, tol, atol, seed, max_sweep, n_directions)
+        report = _compare(fn, inputs, named, eps, tol, atol, seed, max_sweep, n_directions)
     if raise_on_failure and not report.ok:
         raise AssertionError(f"gradcheck failed:\n{report}")
     return report
@@ -139,7 +139,9 @@ def _in_float64(module):
             m.register_buffer(name, b, m._optional.get(name))
 
 
-def _check(fn, inputs, named, eps, tol, atol, seed, max_sweep, n_directions):
+def _compare(fn, inputs, named, eps, tol, atol, seed, max_sweep, n_directions):
+    """Backpropagate a random cotangent v, then hold each gradient against central
+    differences of <fn(inputs), v>: every element, or random directions past max_sweep."""
     rng = backend.host_module().random.default_rng(seed)
     y = fn(*inputs)
     v = backend.asarray(rng.normal(size=y.shape))
