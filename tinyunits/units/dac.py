@@ -126,8 +126,8 @@ class DACConv2dFn(Function):
         return pad2d(A, self.padding), fn
 
     def taps(self, Ho, Wo):
-        """(t, window) per tap t = (p, q) of the kernel, numbered p*k + q: a map's
-        [window] holds its [h*s+p, w*s+q] for every output position (h, w)."""
+        """(t, window) per tap t = (p, q) of the kernel, numbered `p*k + q`: a map's
+        `[window]` holds its `[h*s+p, w*s+q]` for every output position (h, w)."""
         k, s = self.W.shape[2], self.stride
         return [(p * k + q, (Ellipsis, slice(p, p + s * (Ho - 1) + 1, s),
                              slice(q, q + s * (Wo - 1) + 1, s)))
