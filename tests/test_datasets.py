@@ -1,6 +1,8 @@
 """Tests for datasets.py: real-file loaders on files written here, downloads from
-file:// and a loopback HTTP server, and the synthetic generators checked against
-their definitions written out independently."""
+file:// and a loopback HTTP server, the synthetic generators checked against
+their definitions written out independently, and every argument of every public
+function against NaN, infinities, zero, negatives and wrong types (and the values
+at the edge of what is allowed, which must give finite data)."""
 
 import dataclasses
 import functools
@@ -8,8 +10,10 @@ import gzip
 import hashlib
 import http.server
 import io
+import math
 import os
 import pickle
+import signal
 import socket
 import sys
 import tarfile
@@ -720,3 +724,175 @@ def test_train_val_split_partitions_the_rows():
     np.testing.assert_array_equal(y_val, datasets.train_val_split(X, y, 0.2, seed=1)[3])
     with pytest.raises(ValueError):
         datasets.train_val_split(X, y, 1.0)
+
+
+# ------------------------------------------------------------------ every argument, against bad values and at its edges
+
+@pytest.fixture
+def deadline():
+    """Fail (instead of hang) when the block runs past `seconds`."""
+    def expired(*_):
+        raise TimeoutError("still running: an endless loop?")
+    old = signal.signal(signal.SIGALRM, expired)
+
+    def start(seconds):
+        signal.alarm(seconds)
+    yield start
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def test_focus_blobs_with_no_class_separation_is_refused_not_an_endless_loop(deadline):
+    deadline(10)
+    with pytest.raises(ValueError, match="focus_blobs: class_sep must be a finite number > 0, "
+                                         "got 0"):
+        datasets.focus_blobs(class_sep=0)
+
+
+def test_spirals_with_nan_spin_is_refused_not_nan_points():
+    with pytest.raises(ValueError, match="spirals: spin must be a finite number, got nan"):
+        datasets.spirals(spin=math.nan)
+
+
+X, Y = np.zeros((8, 2), np.float32), np.arange(8)
+
+
+def _call(fn, **kwargs):
+    """fn(**kwargs), with generators run through (batches)."""
+    out = fn(**kwargs)
+    return list(out) if fn is datasets.batches else out
+
+
+def _count(low):
+    bad = [(low - 1, ValueError), (2.5, TypeError), ("3", TypeError), (None, TypeError),
+           (True, TypeError), (math.nan, TypeError), (math.inf, TypeError)]
+    return bad + ([(-3, ValueError)] if low - 1 > -3 else [])
+
+
+SEED = [(-1, ValueError), (1.5, TypeError), ("0", TypeError), (None, TypeError),
+        (True, TypeError), (math.nan, TypeError)]
+
+
+FLAG = [("yes", TypeError), (1, TypeError), (None, TypeError)]
+
+
+CORNER = [(2, ValueError), (-1, ValueError), (0.0, TypeError), (True, TypeError),
+          ("0", TypeError), (None, TypeError), (math.nan, TypeError)]
+
+
+def _real(low=None, high=None, low_open=False):
+    bad = [(math.nan, ValueError), (math.inf, ValueError), (-math.inf, ValueError),
+           ("0.1", TypeError), (None, TypeError), (True, TypeError), ([0.1], TypeError)]
+    if low is not None:
+        bad += [(low - 1, ValueError)] + ([(low, ValueError)] if low_open else [])
+    if high is not None:
+        bad += [(high + 0.5, ValueError)]
+    return bad
+
+
+def _choice(good):
+    return [("no-such-choice", ValueError), (3, ValueError), (None, ValueError),
+            (good.upper() if good.upper() != good else good + "x", ValueError)]
+
+
+# (function, good arguments, {argument: [(bad value, error), ...]})
+ARGUMENTS = [
+    (datasets.two_moons, dict(n=20, noise=0.1, seed=0),
+     dict(n=_count(2), noise=_real(low=0), seed=SEED)),
+    (datasets.spirals, dict(n=30, n_classes=3, noise=0.1, seed=0, spin=4.0),
+     dict(n=_count(3), n_classes=_count(1), noise=_real(low=0), seed=SEED, spin=_real())),
+    (datasets.checkerboard_grid, dict(corner=0), dict(corner=CORNER)),
+    (datasets.checkerboard, dict(flip=0.1, seed=0, corner=1),
+     dict(flip=_real(0, 1), seed=SEED, corner=CORNER)),
+    (datasets.focus_blobs, dict(n_samples=40, n_informative=4, n_noise=3, noise_side="left",
+                                seed=0, class_sep=1.0, flip_y=0.01),
+     dict(n_samples=_count(4), n_informative=_count(2), n_noise=_count(0),
+          noise_side=_choice("left"), seed=SEED, class_sep=_real(low=0, low_open=True),
+          flip_y=_real(0, 1))),
+    (datasets.smooth_map_grid, dict(seed=0), dict(seed=SEED)),
+    (datasets.random_smooth_map, dict(seed=0), dict(seed=SEED)),
+    (datasets.tmaf_smooth_target, dict(n=10, seed=0, dim=2),
+     dict(n=_count(1), seed=SEED, dim=_count(1))),
+    (datasets.tmaf_oscillatory_target, dict(n=10, seed=0), dict(n=_count(1), seed=SEED)),
+    (datasets.tmaf_smooth_fn, dict(x=np.zeros((3, 2))),
+     dict(x=[(np.zeros(3), ValueError), (np.zeros((2, 2, 2)), ValueError),
+             ([["a", "b"]], TypeError), (None, ValueError)])),
+    (datasets.tmaf_oscillatory_fn, dict(x=np.zeros((3, 1))),
+     dict(x=[(np.zeros(3), ValueError), (np.zeros((3, 2)), ValueError),
+             ([["a"]], TypeError)])),
+    (datasets.dac_figure7, dict(which="a"), dict(which=_choice("a"))),
+    (datasets.random_pl_function, dict(k=3, seed=0, n=11, interval=(-1.0, 1.0)),
+     dict(k=_count(1), seed=SEED, n=_count(2),
+          interval=[((1.0, 0.0), ValueError), ((0.0, 0.0), ValueError),
+                    ((0.0, math.nan), ValueError), ((-math.inf, 0.0), ValueError),
+                    ((-1e300, 1e300), ValueError), ((0.0,), TypeError), ("ab", TypeError),
+                    (None, TypeError), ((0.0, "1"), TypeError), ((True, 2.0), TypeError)])),
+    (datasets.batches, dict(X=X, y=Y, batch_size=3, shuffle=True, seed=None),
+     dict(batch_size=_count(1), shuffle=FLAG, seed=SEED[:3] + SEED[4:],  # None: fresh entropy
+          y=[(Y[:5], ValueError), (list(Y), TypeError)], X=[(X.tolist(), TypeError)])),
+    (datasets.train_val_split, dict(X=X, y=Y, val_fraction=0.25, seed=0),
+     dict(val_fraction=_real(0, 1, low_open=True) + [(1.0, ValueError), (0.01, ValueError),
+                                                    (0.99, ValueError)],
+          seed=SEED, y=[(Y[:5], ValueError)])),
+    (datasets.load_mnist, dict(normalize="unit"),
+     dict(normalize=_choice("unit"), root=[(3, TypeError), ([], TypeError)])),
+    (datasets.load_fashion_mnist, dict(normalize="unit"),
+     dict(normalize=_choice("unit"), root=[(3, TypeError)])),
+    (datasets.load_cifar10, dict(normalize="unit"),
+     dict(normalize=_choice("unit"), root=[(3, TypeError)])),
+    (datasets.load_sgemm, dict(seed=0), dict(seed=SEED, root=[(3, TypeError)])),
+    (datasets.download, dict(name="mnist", root=None, no_verify=False, progress=False),
+     dict(name=_choice("mnist"), root=[(3, TypeError)], no_verify=FLAG,
+          progress=[("yes", TypeError), (1, TypeError)])),
+]
+
+
+def _bad_cases():
+    for fn, good, arguments in ARGUMENTS:
+        for name, bad in arguments.items():
+            for value, error in bad:
+                yield pytest.param(fn, good, name, value, error,
+                                   id=f"{fn.__name__}-{name}={value!r}"[:90])
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")  # before the refusal, from NumPy
+@pytest.mark.parametrize("fn, good, name, value, error", list(_bad_cases()))
+def test_every_bad_argument_is_refused_by_name(fn, good, name, value, error, deadline):
+    deadline(10)  # a bad argument may loop forever (focus_blobs did, for class_sep=0)
+    with pytest.raises(error, match=f"^{fn.__name__}: {name} must be .*, got "):
+        _call(fn, **{**good, name: value})
+
+
+# (function, arguments at the edge of what is allowed): finite data, never NaN
+ALLOWED = [
+    (datasets.two_moons, dict(n=2, noise=0.0)),
+    (datasets.two_moons, dict(noise=np.float32(3.5), seed=np.int64(2 ** 40))),
+    (datasets.spirals, dict(n=1, n_classes=1, noise=0.0, spin=0.0)),
+    (datasets.spirals, dict(spin=-12.5)),
+    (datasets.spirals, dict(noise=1e30)),
+    (datasets.checkerboard, dict(flip=0.0)),
+    (datasets.checkerboard, dict(flip=1, corner=np.int64(1))),
+    (datasets.focus_blobs, dict(n_samples=4, n_informative=2, n_noise=0, noise_side="both",
+                                flip_y=1.0)),
+    (datasets.focus_blobs, dict(n_samples=40, class_sep=1e-6, flip_y=0)),
+    (datasets.focus_blobs, dict(n_samples=40, class_sep=1e150)),
+    (datasets.random_pl_function, dict(k=1, n=2, interval=(-1e30, 1e30))),
+    (datasets.random_pl_function, dict(k=4, interval=[0, 1])),
+    (datasets.tmaf_smooth_target, dict(n=1, dim=1)),
+    (datasets.tmaf_oscillatory_target, dict(n=1)),
+    (datasets.tmaf_smooth_fn, dict(x=[[0.5, 0.25]])),
+    (datasets.dac_figure7, dict(which="b")),
+    (datasets.train_val_split, dict(X=X[:2], y=Y[:2], val_fraction=0.5)),
+    (datasets.batches, dict(X=X, y=Y, batch_size=100, shuffle=False)),
+]
+
+
+@pytest.mark.parametrize("fn, kwargs", ALLOWED, ids=[f"{f.__name__}-{k}"[:80] for f, k in ALLOWED])
+def test_every_allowed_edge_value_gives_finite_data(fn, kwargs):
+    out = _call(fn, **kwargs)
+    if isinstance(out, datasets.PiecewiseLinear):
+        out = [out.x, out.y, out.weight, out.bias]
+    arrays = [out] if isinstance(out, np.ndarray) else [
+        a for part in out for a in (part if isinstance(part, tuple) else [part])]  # batches
+    for a in arrays:
+        assert a.size and (a.dtype.kind not in "fc" or np.isfinite(a).all())

@@ -1,4 +1,8 @@
-"""fit/evaluate: learning, early stopping with best weights, NaN guard, bitwise reproducibility."""
+"""fit/evaluate: learning, early stopping with best weights, NaN guard, bitwise reproducibility;
+a loss or metric that returns the wrong thing, the modes handed back whatever fails, and
+data of another dtype than the model."""
+import math
+
 import numpy as np
 import pytest
 
@@ -163,3 +167,221 @@ def test_checked_labels_are_trusted_only_up_to_their_bound():
     assert nn.functional.cross_entropy(z, CheckedLabels(labels, 3)).item() == pytest.approx(np.log(3))
     with pytest.raises(ValueError, match=r"\[0, 3\), got a data set whose labels reach 3"):
         nn.functional.cross_entropy(z, CheckedLabels(labels, 4))
+
+
+# ----------------------------------------------- a loss or metric that returns the wrong thing
+def _blobs(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    return rng.normal(size=(n, 2)).astype(np.float32) + 2.0 * y[:, None].astype(np.float32), y
+
+
+def test_fit_refuses_a_loss_that_is_not_one_value():
+    model = nn.Linear(2, 2)
+    per_row = lambda out, target: ((out - 1.0) ** 2).sum(axis=1)  # noqa: E731 - (N,): no mean
+    with pytest.raises(ValueError, match=r"fit: loss_fn must return a scalar Tensor .*"
+                                         r"got shape \(8,\)"):
+        fit(model, per_row, optim.SGD(model.parameters(), lr=0.1), _blobs(), batch_size=8)
+
+
+def test_fit_refuses_patience_without_validation_data():
+    model = nn.Linear(2, 2)
+    with pytest.raises(ValueError, match="fit: patience must be None when val_data is None"):
+        fit(model, nn.functional.cross_entropy, optim.SGD(model.parameters(), lr=0.1),
+            _blobs(), patience=3)
+
+
+def test_evaluate_restores_the_mode_when_a_metric_raises():
+    model = nn.Sequential(nn.Linear(2, 4), nn.Dropout(0.5), nn.Linear(4, 2))
+
+    def broken(out, target):
+        raise RuntimeError("metric bug")
+    with pytest.raises(RuntimeError, match="metric bug"):
+        evaluate(model, *_blobs(), metric=broken)
+    assert all(m.training for _, m in model.named_modules())
+
+
+def _fit(loss_fn=nn.functional.cross_entropy, metric=None, model=None, **kwargs):
+    model = model or nn.Linear(2, 2)
+    return fit(model, loss_fn, optim.SGD(model.parameters(), lr=0.1), _blobs(),
+               batch_size=8, metric=metric, **kwargs)
+
+
+def _fit_validation(loss_fn=nn.functional.cross_entropy, metric=None, model=None):
+    """fit whose training loss is fine, and whose validation pass gets loss_fn/metric."""
+    calls = []
+
+    def training_then(out, target):
+        calls.append(1)
+        return nn.functional.cross_entropy(out, target) if len(calls) <= 5 else loss_fn(out, target)
+    return _fit(training_then, metric, model, val_data=_blobs(seed=1))
+
+
+def _evaluate(loss_fn=nn.functional.cross_entropy, metric=None, model=None):
+    return evaluate(model or nn.Linear(2, 2), *_blobs(), loss_fn=loss_fn, metric=metric)
+
+
+def _ce(out, target):
+    return nn.functional.cross_entropy(out, target)
+
+
+BAD_LOSSES = [
+    ("per row", lambda o, t: ((o - 1.0) ** 2).sum(axis=1), ValueError,
+     r"a scalar Tensor .*got shape \(\d+,\)"),
+    ("per element", lambda o, t: (o - 1.0) ** 2, ValueError,
+     r"a scalar Tensor .*got shape \(\d+, 2\)"),
+    ("a float", lambda o, t: _ce(o, t).item(), TypeError, "a Tensor, got float"),
+    ("an array", lambda o, t: _ce(o, t).data, TypeError, "a Tensor, got"),
+    ("None", lambda o, t: None, TypeError, "a Tensor, got NoneType"),
+]
+
+
+@pytest.mark.parametrize("where, call", [("fit", _fit), ("fit", _fit_validation),
+                                         ("evaluate", _evaluate)])
+@pytest.mark.parametrize("label, loss_fn, error, words", BAD_LOSSES,
+                         ids=[case[0] for case in BAD_LOSSES])
+def test_a_loss_fn_must_return_one_value(where, call, label, loss_fn, error, words):
+    with pytest.raises(error, match=f"{where}: loss_fn must return {words}"):
+        call(loss_fn=loss_fn)
+
+
+def test_fit_refuses_a_loss_without_a_graph_to_the_parameters():
+    with pytest.raises(ValueError, match="fit: loss_fn must return a Tensor computed from the "
+                                         "model's trainable parameters"):
+        _fit(lambda o, t: _ce(o.detach(), t))
+
+
+BAD_METRICS = [("a Tensor", lambda o, t: tu.tensor(1.0)), ("None", lambda o, t: None),
+               ("a str", lambda o, t: "0.9"), ("an array", lambda o, t: np.ones(1))]
+
+
+@pytest.mark.parametrize("where, call", [("fit", _fit_validation), ("evaluate", _evaluate)])
+@pytest.mark.parametrize("label, metric", BAD_METRICS, ids=[m[0] for m in BAD_METRICS])
+def test_a_metric_must_return_a_number(where, call, label, metric):
+    with pytest.raises(TypeError, match=f"{where}: metric must return a real number"):
+        call(metric=metric)
+
+
+@pytest.mark.parametrize("name, value", [("patience", 2), ("metric", accuracy)])
+def test_fit_refuses_what_acts_on_validation_data_without_it(name, value):
+    with pytest.raises(ValueError, match=f"fit: {name} must be None when val_data is None"):
+        _fit(**{name: value})
+
+
+# -------------------------------------------------------- every module handed back in its mode
+def _model(start):
+    model = nn.Sequential(nn.Linear(2, 4), nn.BatchNorm1d(4), nn.Dropout(0.2), nn.Linear(4, 2))
+    model.train(start != "eval")
+    if start == "mixed":  # batch norm frozen, the rest training
+        model[1].eval()
+    return model
+
+
+def _raising(out, target):
+    raise RuntimeError("user code failed")
+
+
+FAILURES = {
+    "none": dict(),
+    "loss raises": dict(loss_fn=_raising),
+    "metric raises": dict(metric=_raising),
+    "loss not finite": dict(loss_fn=lambda o, t: _ce(o, t) * math.inf),
+}
+
+
+@pytest.mark.parametrize("call, failure", [
+    (call, failure) for call in (_fit, _fit_validation, _evaluate) for failure in sorted(FAILURES)
+    if not (call is _fit and failure == "metric raises")])  # fit without val_data: no metric
+@pytest.mark.parametrize("start", ["train", "eval", "mixed"])
+def test_fit_and_evaluate_hand_every_module_back_in_its_mode(call, failure, start):
+    kwargs = dict(FAILURES[failure])
+    model = _model(start)
+    modes = [m.training for _, m in model.named_modules()]
+    try:
+        call(model=model, **kwargs)
+    except (RuntimeError, FloatingPointError, ValueError):
+        assert failure != "none"
+    assert [m.training for _, m in model.named_modules()] == modes
+
+
+# -------------------------------------------------------- data of another dtype than the model
+class _Spy(nn.Module):
+    """The model, noting the dtype of every input it is given."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.seen = model, []
+
+    def forward(self, x):
+        self.seen.append(str(x.dtype))
+        return self.model(x)
+
+
+def _net(dtype):
+    return nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).astype(dtype)
+
+
+def _data_of(dtype, n=40):
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(n, 3)).astype(dtype), rng.integers(0, 2, n)
+
+
+@pytest.mark.parametrize("default", ["float32", "float64"])
+@pytest.mark.parametrize("model_dtype", ["float32", "float64"])
+@pytest.mark.parametrize("data_dtype", ["float32", "float64"])
+@pytest.mark.parametrize("call", ["fit", "evaluate"])
+def test_floating_data_are_cast_to_the_models_dtype(call, data_dtype, model_dtype, default):
+    tu.set_default_dtype(default)
+    spy = _Spy(_net(model_dtype))
+    X, y = _data_of(data_dtype)
+    if call == "fit":  # was: a float64 model refused float64 data (cast to the default)
+        fit(spy, tu.ops.cross_entropy, optim.SGD(spy.parameters(), lr=0.1), (X, y),
+            val_data=(X, y), batch_size=16)
+    else:
+        evaluate(spy, X, y, loss_fn=tu.ops.cross_entropy)
+    assert set(spy.seen) == {model_dtype}
+    assert all(str(p.dtype) == model_dtype for p in spy.parameters())
+
+
+@pytest.mark.parametrize("model_dtype", ["float32", "float64"])
+def test_floating_targets_are_cast_to_the_models_dtype(model_dtype):
+    model = nn.Linear(3, 2).astype(model_dtype)
+    X, _ = _data_of("float64")
+    targets = []
+
+    def loss_fn(out, target):
+        targets.append(str(target.dtype))
+        return tu.ops.mse_loss(out, target)
+    fit(model, loss_fn, optim.SGD(model.parameters(), lr=0.01), (X, X[:, :2] * 2.0))
+    assert set(targets) == {model_dtype}
+    assert model.weight.grad.dtype == np.dtype(model_dtype)
+
+
+class _Zeros(nn.Module):
+    def forward(self, x):
+        return tu.tensor(np.zeros((len(x), 2)))
+
+
+def test_integer_data_keep_their_dtype():
+    spy = _Spy(_Zeros())
+    evaluate(spy, np.arange(12, dtype=np.uint8).reshape(4, 3), np.zeros(4, dtype=int))
+    assert spy.seen == ["uint8"]
+
+
+@pytest.mark.parametrize("call", ["fit", "evaluate"])
+def test_values_the_models_dtype_cannot_hold_are_refused(call):
+    model = _net("float32")
+    X, y = _data_of("float64")
+    X[3, 1] = -1e39  # finite in float64, inf once cast to float32
+    with pytest.raises(ValueError, match=rf"{call}: \w+ X must be within the range of the "
+                                         r"model's float32 .*got 1e\+39"):
+        if call == "fit":
+            fit(model, tu.ops.cross_entropy, optim.SGD(model.parameters(), lr=0.1), (X, y))
+        else:
+            evaluate(model, X, y)
+
+
+def test_a_model_of_two_dtypes_is_refused():
+    model = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).astype("float64"))
+    with pytest.raises(ValueError, match=r"fit: model must be of one floating dtype .*float32"):
+        fit(model, tu.ops.cross_entropy, optim.SGD(model.parameters(), lr=0.1), _data_of("float32"))
