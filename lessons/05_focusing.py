@@ -146,7 +146,7 @@ figure(plots.focus_function(p, shapes, derivatives, mu, sigma), "focus_function.
 # alone (dotted) says widening the focus raises every coefficient; with the
 # norm held at sqrt(m), widening must lower the peak to lift the flanks. The
 # normaliser is not a detail: leave it out of the backward and the gradients of
-# mu and sigma are wrong by tens of percent (tinyunits/checks/focusing.py checks
+# mu and sigma are wrong by tens of percent (tinyunits/gradcheck/cases/focusing.py checks
 # narrow and edge foci, where it matters most).
 #
 # **Your turn** (before the next cell, which needs your code). Two exercises

@@ -207,12 +207,12 @@ def test_a_planted_mistake_fails_exactly_its_exercise(solved, tmp_path, mistake)
 
 # --------------------------------------------------------------------------- hidden checks
 HIDDEN = '''
-def cases(checks):
+def cases(grading):
     """SECRET-CODE-MARKER: a batch of 7, which no visible case has."""
-    x = checks._host(checks._off_kink_inputs(7, 3))
-    W = checks.np.full((2, 3), 0.7)
-    B = checks.np.full((2, 3), 0.4)
-    return {"dac_dB": [checks.Case("SECRET-LABEL", lambda: checks.DACLinearFn("relu"),
+    x = grading.host(grading.off_kink_inputs(7, 3))
+    W = grading.np.full((2, 3), 0.7)
+    B = grading.np.full((2, 3), 0.4)
+    return {"dac_dB": [grading.Case("SECRET-LABEL", lambda: grading.DACLinearFn("relu"),
                                    [x, W, B], {2: "dB"})]}
 '''
 
@@ -248,8 +248,8 @@ def test_an_old_exercise_name_still_names_its_exercise_with_a_deprecation_warnin
     """han_dx is hannet_dx now: a command line and a hidden file that use the old name
     grade the exercise under its new name, and each use warns (FutureWarning: shown)."""
     (tmp_path / "old.py").write_text(  # a case that cannot be built: it shows it was used
-        "def cases(checks):\n"
-        "    return {'han_dx': [checks.Case('old', lambda: 1 / 0, [], {0: 'dx'})]}\n")
+        "def cases(grading):\n"
+        "    return {'han_dx': [grading.Case('old', lambda: 1 / 0, [], {0: 'dx'})]}\n")
     run = subprocess.run([sys.executable, "-m", "tinyunits.course", "grade", str(ROOT),
                           "--only", "han_dx", "--hidden", str(tmp_path)], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)

@@ -5,7 +5,7 @@ is in the student copy), gradients only for the inputs that need one, section 4'
 parameter and FLOP formulas, dtypes, and the errors a wrong input gets.
 
 The float64 derivative checks of every case (dense, conv, stride 1/2, padding 0/1,
-relu/leaky/tanh/gelu) are the registered cases in tinyunits/checks/dac.py; the
+relu/leaky/tanh/gelu) are the registered cases in tinyunits/gradcheck/cases/dac.py; the
 drop-ins that replace the reference in a full install are tests/test_fast_dac.py's.
 """
 import numpy as np

@@ -2,7 +2,7 @@
 initialisation, pruning, parameter groups and the errors a wrong input gets.
 
 The derivatives (x, weight, bias, mu, sigma) are checked by the registered
-gradcheck cases in tinyunits/checks/focusing.py (tests/test_gradcheck.py).
+gradcheck cases in tinyunits/gradcheck/cases/focusing.py (tests/test_gradcheck.py).
 """
 import math
 

@@ -3,7 +3,7 @@ handling, errors, the O(batch x dim) promise; and the measurement tools of
 tinyunits/units/hannet_measures.py on cases whose answers are known.
 
 The derivatives are checked by the registered gradcheck cases in
-tinyunits/checks/hannet.py (tests/test_gradcheck.py).
+tinyunits/gradcheck/cases/hannet.py (tests/test_gradcheck.py).
 """
 import math
 import tracemalloc

@@ -5,7 +5,7 @@ convention at breakpoints, init="relu" against ops.relu (bit for bit), the other
 and the errors a wrong breakpoint list or input gets.
 
 The derivatives away from breakpoints are checked by the registered gradcheck
-cases in tinyunits/checks/tmaf.py (tests/test_gradcheck.py).
+cases in tinyunits/gradcheck/cases/tmaf.py (tests/test_gradcheck.py).
 """
 import numpy as np
 import pytest

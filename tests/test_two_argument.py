@@ -2,7 +2,7 @@
 contract, dtypes, input errors, freezing (session III) and sharing between layers.
 
 The derivatives themselves are checked by the registered gradcheck cases in
-tinyunits/checks/two_argument.py (tests/test_gradcheck.py).
+tinyunits/gradcheck/cases/two_argument.py (tests/test_gradcheck.py).
 """
 import numpy as np
 import pytest

@@ -1,11 +1,11 @@
 """Grade a tree: one child process per exercise runs the code; this process judges it.
 
-For each exercise this process builds the cases (checks.py, on the grader's own
+For each exercise this process builds the cases (grading.py, on the grader's own
 tinyunits: the graded code is never imported here), draws the cotangents, and
 writes them to a job folder. A child (runner.py, rooted at the graded tree) runs
 the graded Functions on them and writes back arrays; a child that runs past its
 time limit is stopped, and one that crashes or exits fails its exercise only.
-Verdicts come from checks.verdicts on those arrays, against this library's own
+Verdicts come from grading.verdicts on those arrays, against this library's own
 forward, so nothing a submission prints or exits with can raise its score.
 
 The child is told no more than it needs: the graded tree, its job folder, and an
@@ -13,7 +13,7 @@ environment of its own (no variable of this process, so not the hidden folder's)
 What it writes to its standard output and error goes through a pipe of which this
 process keeps the last lines, for feedback only; the results are files that
 this process reads as data (JSON of strict shape, arrays without pickle, sizes
-bounded), and whatever text of the child it shows is escaped (checks.printable).
+bounded), and whatever text of the child it shows is escaped (grading.printable).
 When a child ends, or is stopped, its whole process group is stopped with it.
 
 An exercise scores its points only if every case passes, hidden ones included,
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from .. import backend, fast, manual_seed, validate
 from ..tensor import get_default_dtype, set_default_dtype
-from . import checks
+from . import grading
 from .exercises import BY_NAME, EXERCISES, current_name
 from .runner import LIMIT, TAIL
 from .source import HIDDEN_DIR
@@ -86,7 +86,7 @@ class Hidden:
 
 
 def load_hidden(folder) -> Hidden:
-    """Every file of folder run, and its cases(checks) called, once (from a fixed seed,
+    """Every file of folder run, and its cases(grading) called, once (from a fixed seed,
     on NumPy in float64): every exercise, and every submission of a grade-all run,
     is graded on the same hidden cases."""
     import importlib.util
@@ -99,7 +99,7 @@ def load_hidden(folder) -> Hidden:
                 module = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(module)
                 manual_seed(0)
-                for name, cases in dict(module.cases(checks)).items():
+                for name, cases in dict(module.cases(grading)).items():
                     hidden.cases.setdefault(current_name(name), []).extend(cases)
             except Exception as err:  # noqa: BLE001 - a traceback would show hidden code
                 hidden.errors.append(type(err).__name__)
@@ -148,19 +148,19 @@ def _plan(name, hidden, work) -> Plan:
         plan.cases.append((case, is_hidden, y, g))
 
     try:
-        for case in checks.cases_of(name):
+        for case in grading.cases_of(name):
             add(case, False)
     except Exception as err:  # noqa: BLE001 - the grader's own bug: say so, fail the exercise
-        plan.lines.append((checks.FAIL, f"the cases could not be built: "
+        plan.lines.append((grading.FAIL, f"the cases could not be built: "
                                         f"{type(err).__name__}: {err}", ""))
     # never show a hidden case's code or values: only the type of what went wrong
-    plan.lines += [(checks.FAIL, f"hidden case: could not be built ({kind})", "")
+    plan.lines += [(grading.FAIL, f"hidden case: could not be built ({kind})", "")
                    for kind in hidden.errors]
     try:
         for case in hidden.cases.get(name, []):
             add(case, True)
     except Exception as err:  # noqa: BLE001
-        plan.lines.append((checks.FAIL, f"hidden case: could not be built "
+        plan.lines.append((grading.FAIL, f"hidden case: could not be built "
                                         f"({type(err).__name__})", ""))
     plan.job.mkdir(parents=True)
     (plan.job / "job.json").write_text(json.dumps({"cases": spec}))
@@ -291,7 +291,7 @@ def _probes(info, arrays, k, count):
     if not isinstance(cases, list) or k >= len(cases) or not isinstance(cases[k], list) \
             or len(cases[k]) != count or not all(isinstance(p, dict) for p in cases[k]):
         return None
-    return [checks.Probe(p, {key[len(f"c{k}.p{j}."):]: a for key, a in arrays.items()
+    return [grading.Probe(p, {key[len(f"c{k}.p{j}."):]: a for key, a in arrays.items()
                              if key.startswith(f"c{k}.p{j}.")}) for j, p in enumerate(cases[k])]
 
 
@@ -299,28 +299,28 @@ def _lines(plan, outcome, timeout):
     """[(status, line, printed)] for one exercise from its child's outcome."""
     state, code, output = outcome
     if state == "timeout":
-        return plan.lines + [(checks.FAIL, f"timed out after {timeout:g} s (an endless loop?); "
+        return plan.lines + [(grading.FAIL, f"timed out after {timeout:g} s (an endless loop?); "
                                            "the exercise's other cases were not run", "")]
     if state == "stopped":
         hidden = any(is_hidden for _, is_hidden, _, _ in plan.cases)
-        return plan.lines + [(checks.FAIL, f"the graded code stopped the run (exit code {code}) "
+        return plan.lines + [(grading.FAIL, f"the graded code stopped the run (exit code {code}) "
                                            "before any result came back",
-                              "" if hidden else checks.printable(output, newlines=True))]
+                              "" if hidden else grading.printable(output, newlines=True))]
     info, arrays = _read(plan.job)
     if info is None or (isinstance(info, dict) and "error" in info):
-        why = arrays if info is None else checks.printable(info["error"])
-        return plan.lines + [(checks.FAIL, f"no result came back: {why}", "")]
+        why = arrays if info is None else grading.printable(info["error"])
+        return plan.lines + [(grading.FAIL, f"no result came back: {why}", "")]
     lines = list(plan.lines)
     for k, (case, hidden, y, g) in enumerate(plan.cases):
         probes = _probes(info, arrays, k, len(case.probes()))
         if probes is None:
-            lines.append((checks.FAIL, f"{'hidden case' if hidden else case.label}: "
+            lines.append((grading.FAIL, f"{'hidden case' if hidden else case.label}: "
                                        "no result came back", ""))
             continue
         try:
-            lines += checks.verdicts(case, probes, y, g, hidden)
+            lines += grading.verdicts(case, probes, y, g, hidden)
         except Exception as err:  # noqa: BLE001 - the grader's own bug: fail the case, go on
-            lines.append((checks.FAIL, f"{'hidden case' if hidden else case.label}: the grader "
+            lines.append((grading.FAIL, f"{'hidden case' if hidden else case.label}: the grader "
                                        f"could not judge it ({type(err).__name__})", ""))
     return lines
 
@@ -333,13 +333,13 @@ def _shown(printed: str) -> list:
 
 def _result(name, lines) -> Result:
     ex = BY_NAME[name]
-    graded = [line for line in lines if line[0] != checks.SKIP]
-    passed = bool(graded) and all(status == checks.PASS for status, _, _ in graded)
-    todo = bool(graded) and all(status == checks.TODO for status, _, _ in graded)
+    graded = [line for line in lines if line[0] != grading.SKIP]
+    passed = bool(graded) and all(status == grading.PASS for status, _, _ in graded)
+    todo = bool(graded) and all(status == grading.TODO for status, _, _ in graded)
     if todo:
         text = [f"NOT IMPLEMENTED  {graded[0][1].split(': ', 1)[1]}"]
     else:
-        prefix = {checks.PASS: "PASS", checks.SKIP: "SKIP"}
+        prefix = {grading.PASS: "PASS", grading.SKIP: "SKIP"}
         text = []
         for status, line, printed in lines:
             text += [f"{prefix.get(status, 'FAIL')}  {line}"] + _shown(printed)

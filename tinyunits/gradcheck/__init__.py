@@ -30,9 +30,9 @@ Tensor.backward; the report then has one failing row, for that input (named
 "<Function> input<k>" when it is not one of the checked tensors).
 
 `python -m tinyunits.gradcheck [pattern]` runs every registered case (the ops,
-then each unit's cases from tinyunits/checks/), prints a table, and exits
+then each unit's cases from tinyunits/gradcheck/cases/), prints a table, and exits
 non-zero on any failure, or when the pattern matches no case. A case is
-registered (tinyunits.checks.register) with
+registered (tinyunits.gradcheck.cases.register) with
 
     @register("name")
     def _():
@@ -161,7 +161,7 @@ def _compare(fn, inputs, named, eps, tol, atol, seed, max_sweep, n_directions):
         analytic = t.grad if t.grad is not None else t.data * 0
         if t.size <= max_sweep:
             a = backend.to_host(analytic).reshape(t.shape)
-            n = _sweep(loss, t, eps).reshape(t.shape)
+            n = central_differences(loss, t, eps).reshape(t.shape)
             mode = "all"
             swept[name] = (t, a, n)
         else:
@@ -213,7 +213,7 @@ def _as_float64(x):
     return data.astype("float64")
 
 
-def _sweep(loss, t, eps):
+def central_differences(loss, t, eps):
     """Central difference on every element of t; returns the numeric gradient (host)."""
     # reshape is a view only of a contiguous array; of a strided one it is a copy,
     # and perturbing a copy would leave t unchanged (a numeric gradient of 0)
@@ -250,11 +250,11 @@ def _directions(loss, t, analytic, eps, rng, n):
 
 # ---------------------------------------------------------------------- registry
 def load_cases() -> dict:
-    """Import every module of tinyunits.checks, which registers its cases."""
-    from .. import checks
-    for info in pkgutil.iter_modules(checks.__path__):
-        importlib.import_module(f"{checks.__name__}.{info.name}")
-    return checks.CASES
+    """Import every module of tinyunits.gradcheck.cases, which registers its cases."""
+    from . import cases
+    for info in pkgutil.iter_modules(cases.__path__):
+        importlib.import_module(f"{cases.__name__}.{info.name}")
+    return cases.CASES
 
 
 def run_case(name: str) -> GradcheckReport:

@@ -6,10 +6,10 @@ generator) until every hidden pre-activation A_l = H_l W_l^T + b_l, at every
 point of every use, is at least MARGIN away from zero, far beyond the 1e-6
 steps the check takes.
 """
-from .. import backend
-from ..nn import Linear, Sequential
-from ..tensor import Tensor, no_grad
-from ..units.two_argument import InnerNet, MultiArgActivation
+from ... import backend
+from ...nn import Linear, Sequential
+from ...tensor import Tensor, no_grad
+from ...units.two_argument import InnerNet, MultiArgActivation
 from . import data, register
 
 MARGIN = 1e-4
@@ -41,7 +41,7 @@ def _clear_of_kinks(draw, inputs_of_uses, tries=50):
                        f"{MARGIN} away from the ReLU kink")
 
 
-def _activation_case(n_args, shape):
+def activation_case(n_args, shape):
     def draw():
         inner = InnerNet(n_args, HIDDEN)
         return MultiArgActivation(inner), data(*shape)
@@ -51,8 +51,8 @@ def _activation_case(n_args, shape):
 
 
 for _n in (1, 2, 3):
-    register(f"two_argument_dense_n{_n}")(lambda n=_n: _activation_case(n, (4, 3 * n)))
-    register(f"two_argument_conv_n{_n}")(lambda n=_n: _activation_case(n, (2, 2 * n, 3, 3)))
+    register(f"two_argument_dense_n{_n}")(lambda n=_n: activation_case(n, (4, 3 * n)))
+    register(f"two_argument_conv_n{_n}")(lambda n=_n: activation_case(n, (2, 2 * n, 3, 3)))
 
 
 @register("two_argument_inner_net_points_n2")

@@ -1,5 +1,5 @@
 """Gradcheck cases for every primitive op."""
-from .. import backend, ops
+from ... import backend, ops
 from . import data, register
 
 

@@ -3,9 +3,9 @@
 |.| has a kink at 0, so every pre-activation z = H x + bias is kept at least a
 margin away from it: a central difference across the kink would mix two slopes.
 """
-from .. import backend
-from ..tensor import Tensor, no_grad
-from ..units.hannet import HanLayer, HanMixerBlock, householder_matrix
+from ... import backend
+from ...tensor import Tensor, no_grad
+from ...units.hannet import HanLayer, HanMixerBlock, householder_matrix
 from . import data, register
 
 MARGIN = 0.1
@@ -21,7 +21,7 @@ def _reflect(layer, a):
     return xp.ascontiguousarray(xp.moveaxis(xp.moveaxis(a, layer.axis, -1) @ H, -1, layer.axis))
 
 
-def _input_with_pre_activation(layer, z):
+def input_with_pre_activation(layer, z):
     """The x whose pre-activation H x + bias is z: x = H (z - bias), H being an involution."""
     if layer.bias is None:
         return _reflect(layer, z)
@@ -41,28 +41,28 @@ def _bias_clear_of_kink(layer, a):
 @register("hannet_layer_last_axis")
 def _():
     layer = HanLayer(6)
-    x = _input_with_pre_activation(layer, data(5, 6, margin=MARGIN))
+    x = input_with_pre_activation(layer, data(5, 6, margin=MARGIN))
     return layer, [x], layer
 
 
 @register("hannet_layer_axis1_3d")
 def _():
     layer = HanLayer(4, axis=1)
-    x = _input_with_pre_activation(layer, data(3, 4, 5, margin=MARGIN))
+    x = input_with_pre_activation(layer, data(3, 4, 5, margin=MARGIN))
     return layer, [x], layer
 
 
 @register("hannet_layer_no_bias")
 def _():
     layer = HanLayer(5, bias=False)
-    x = _input_with_pre_activation(layer, data(4, 5, margin=MARGIN))
+    x = input_with_pre_activation(layer, data(4, 5, margin=MARGIN))
     return layer, [x], layer
 
 
 @register("hannet_layer_relu_ablation")
 def _():
     layer = HanLayer(6, activation="relu")
-    x = _input_with_pre_activation(layer, data(5, 6, margin=MARGIN))
+    x = input_with_pre_activation(layer, data(5, 6, margin=MARGIN))
     return layer, [x], layer
 
 

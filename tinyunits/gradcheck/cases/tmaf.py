@@ -5,8 +5,8 @@ inside the intervals, at least MARGIN from every breakpoint: a central
 difference across a jump would see the jump, not the slope. Levels (and the
 off-diagonals) are random, so every term of the backward is exercised.
 """
-from .. import backend
-from ..units.tmaf import TMAF
+from ... import backend
+from ...units.tmaf import TMAF
 from . import register
 
 BREAKPOINTS = (-0.5, 0.0, 0.5)

@@ -4,7 +4,7 @@ Builders draw their data from `data(shape)` (seeded, float64, on the backend) an
 keep inputs of kinked functions (relu, abs, max) away from the kinks, where a
 central difference straddles two slopes.
 """
-from .. import backend
+from ... import backend
 
 CASES: dict = {}
 

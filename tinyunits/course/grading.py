@@ -38,14 +38,15 @@ import re
 from dataclasses import dataclass, field, replace
 
 import tinyunits as tu
-from tinyunits import validate, backend, checks as data_helpers
-from tinyunits.checks.dac import _off_kink_biases, _off_kink_inputs
-from tinyunits.checks.focusing import _layer as _focus_layer
-from tinyunits.checks.hannet import MARGIN as HANNET_MARGIN, _input_with_pre_activation
-from tinyunits.checks.two_argument import _activation_case
-from tinyunits.checks.tmaf import BREAKPOINTS, between_breakpoints
+from tinyunits import backend, validate
+from tinyunits.gradcheck import cases as data_helpers
+from tinyunits.gradcheck.cases.dac import off_kink_biases, off_kink_inputs
+from tinyunits.gradcheck.cases.focusing import focusing_layer
+from tinyunits.gradcheck.cases.hannet import MARGIN as HANNET_MARGIN, input_with_pre_activation
+from tinyunits.gradcheck.cases.two_argument import activation_case
+from tinyunits.gradcheck.cases.tmaf import BREAKPOINTS, between_breakpoints
 from tinyunits.course.broadcast import BroadcastTo
-from tinyunits.gradcheck import _sweep
+from tinyunits.gradcheck import central_differences
 from tinyunits.gradcheck.diagnose import compare, diagnose, distance
 from tinyunits.ops.arithmetic import Div, Mul
 from tinyunits.ops.elementwise import Sigmoid
@@ -157,7 +158,7 @@ def _numeric_of(make, inputs, i, g):
         arrays = [t.data if k == i else x for k, x in enumerate(inputs)]
         return float((backend.to_host(make().forward(*arrays)) * g).sum())
 
-    return _sweep(loss, t, 1e-6).reshape(inputs[i].shape)
+    return central_differences(loss, t, 1e-6).reshape(inputs[i].shape)
 
 
 def references(case, g):
@@ -389,12 +390,12 @@ def _every_input(case, probes, g, numeric, label):
 
 
 # --------------------------------------------------------------------------- cases
-def _host(x):
+def host(x):
     return np.asarray(backend.to_host(x.data if isinstance(x, Tensor) else x), dtype="float64")
 
 
 def _binary(label, op, a_shape, b_shape, **kw):
-    return Case(label, op, [_host(data(*a_shape)), _host(data(*b_shape, **kw))],
+    return Case(label, op, [host(data(*a_shape)), host(data(*b_shape, **kw))],
                 {0: "da", 1: "db"}, broadcast_ok=True, alone=True)
 
 
@@ -413,7 +414,7 @@ def engine_div():
 
 
 def engine_sigmoid():
-    return [Case(f"x {s}", Sigmoid, [_host(data(*s, low=-4, high=4))], {0: "dx"})
+    return [Case(f"x {s}", Sigmoid, [host(data(*s, low=-4, high=4))], {0: "dx"})
             for s in [(3, 4), (1, 1), (2, 3, 5)]]
 
 
@@ -421,7 +422,7 @@ def engine_sum_to():
     pairs = [((1, 4), (3, 4)), ((4,), (2, 3, 4)), ((3, 1), (3, 5)), ((2, 1, 4), (2, 3, 4)),
              ((1, 1), (5, 1, 3)), ((1,), (6,))]
     return [Case(f"{a} broadcast to {out}", lambda out=out: BroadcastTo(out),
-                 [_host(data(*a))], {0: "da"}) for a, out in pairs]
+                 [host(data(*a))], {0: "da"}) for a, out in pairs]
 
 
 def engine_matmul():
@@ -444,7 +445,7 @@ def engine_softmax_ce():
         near = f" near {offset} (exp({offset}) overflows)" if offset else ""
         cases.append(Case(f"logits ({n}, {c}){near}, labels {backend.to_host(labels).tolist()}",
                           lambda labels=labels: SoftmaxCrossEntropy(labels),
-                          [offset + _host(data(n, c, low=-3, high=3))], {0: "dz"}))
+                          [offset + host(data(n, c, low=-3, high=3))], {0: "dz"}))
     return cases
 
 
@@ -470,10 +471,10 @@ def _dac_cases(graded):
     for batch, n_in, n_out, act in [(5, 4, 3, "relu"), (1, 4, 3, "relu"), (4, 1, 3, "relu"),
                                     (3, 4, 1, "relu"), (4, 3, 2, "tanh"), (5, 4, 3, "leaky_relu"),
                                     (5, 4, 3, "gelu")]:
-        layer = _off_kink_biases(DACLinear(n_in, n_out, activation=act))
-        W = _host(layer.weight)
+        layer = off_kink_biases(DACLinear(n_in, n_out, activation=act))
+        W = host(layer.weight)
         W = np.sign(W) * (0.1 + abs(W))  # no zero weight: "missing factor W" stays visible
-        x, B = _host(_off_kink_inputs(batch, n_in)), _host(layer.bias)
+        x, B = host(off_kink_inputs(batch, n_in)), host(layer.bias)
         mistakes = {"dB": [("missing the factor W[i,j] of eq. (7)",
                             lambda ref, g, inputs, numeric: ref / inputs[1])]}
         if act == "relu":
@@ -496,12 +497,12 @@ def dac_conv():
             ((2, 2, 5, 6), 3, 2, 0, "relu"), ((2, 2, 5, 6), 3, 2, 1, "relu"),
             ((2, 2, 5, 6), 3, 1, 1, "tanh"), ((2, 2, 5, 6), 3, 2, 1, "gelu"),
             ((1, 1, 4, 4), 2, 1, 1, "relu")]:
-        layer = _off_kink_biases(DACConv2d(x_shape[1], c_out, 3, stride=stride, padding=padding,
+        layer = off_kink_biases(DACConv2d(x_shape[1], c_out, 3, stride=stride, padding=padding,
                                            activation=act))
         cases.append(Case(f"{act}, x {x_shape}, stride {stride}, padding {padding}",
                           lambda s=stride, p=padding, a=act: DACConv2dFn(s, p, a),
-                          [_host(_off_kink_inputs(*x_shape)), _host(layer.weight),
-                           _host(layer.bias)], {0: "dx", 1: "dW", 2: "dB"}))
+                          [host(off_kink_inputs(*x_shape)), host(layer.weight),
+                           host(layer.bias)], {0: "dx", 1: "dW", 2: "dB"}))
     return cases
 
 
@@ -520,15 +521,15 @@ def two_argument_inner():
     for n, shape, frozen in [(2, (4, 6), False), (1, (2, 2, 3, 3), False), (3, (1, 3), False),
                              (1, (4, 3), False), (3, (4, 9), False), (2, (2, 4, 3, 3), False),
                              (3, (2, 6, 3, 3), False), (2, (2, 4, 3, 3), True)]:
-        act, (x,), _ = _activation_case(n, shape)
-        params = [_host(p) for p in act.inner.layer_parameters()]
+        act, (x,), _ = activation_case(n, shape)
+        params = [host(p) for p in act.inner.layer_parameters()]
         names = {0: "dx"}
         if not frozen:
             names.update({1 + k: f"d{'Wb'[k % 2]}{k // 2}" for k in range(len(params))})
         kind = "conv map" if len(shape) == 4 else "dense"
         cases.append(Case(f"n_args {n}, x {shape} ({kind})" + (", f frozen" if frozen else ""),
                           lambda n=n, frozen=frozen: InnerNetFn(n, param_grads=not frozen),
-                          [_host(x)] + params, names,
+                          [host(x)] + params, names,
                           {"dx": [(PLAIN_RESHAPE, _plainly_reshaped(n))]}))
     return cases
 
@@ -538,8 +539,8 @@ def _tmaf_cases(fn, n_params, graded):
     names = ("dx", "dlevels") if n_params == 1 else ("dx", "dlower", "dlevels", "dupper")
     cases = []
     for shape in [(6, 5), (2, 3, 4, 4), (1, 1)]:
-        params = [_host(data(shape[1], len(BREAKPOINTS) + 1)) for _ in range(n_params)]
-        cases.append(Case(f"x {shape}", lambda: fn(s), [_host(between_breakpoints(*shape))]
+        params = [host(data(shape[1], len(BREAKPOINTS) + 1)) for _ in range(n_params)]
+        cases.append(Case(f"x {shape}", lambda: fn(s), [host(between_breakpoints(*shape))]
                           + params, graded, names=names))
     return cases + [_with_every_input(cases[0])]
 
@@ -563,12 +564,12 @@ def _hannet_cases(graded):
                                    ((1, 6), -1, True, "abs"), ((4, 5), -1, False, "abs"),
                                    ((5, 6), -1, True, "relu")]:
         layer = HanLayer(shape[axis], bias=bias, axis=axis, activation=act)
-        x = _input_with_pre_activation(layer, data(*shape, margin=HANNET_MARGIN))
-        u = 2.5 * _host(layer.u)  # ||u|| != 1, so the 1/||u|| of the normalisation counts
+        x = input_with_pre_activation(layer, data(*shape, margin=HANNET_MARGIN))
+        u = 2.5 * host(layer.u)  # ||u|| != 1, so the 1/||u|| of the normalisation counts
         extra = ("" if bias else ", no bias") + ("" if act == "abs" else ", ReLU (Table 7)")
         cases.append(Case(f"x {shape}, axis {axis}, ||u|| 2.5{extra}",
                           lambda axis=axis, act=act: HanFn(axis, act),
-                          [_host(x), u] + ([_host(layer.bias)] if bias else []), graded,
+                          [host(x), u] + ([host(layer.bias)] if bias else []), graded,
                           names=HANNET_NAMES[:3 if bias else 2]))
     return cases + [_with_every_input(cases[0],
                                  {"db": [(CHANGED_G_Z, _db_from_changed_g_z(-1))]})]
@@ -592,7 +593,7 @@ def _focus_without_normaliser(which):
             K = W * math.sqrt(x.shape[-1]) * phi(*args) / norm
             return float(((x @ K.T + b) * g).sum())
 
-        return _sweep(loss, t, 1e-6)
+        return central_differences(loss, t, 1e-6)
     return wrong
 
 
@@ -611,18 +612,18 @@ def _focusing_cases(graded):
             ("wide", (5, 5), [0.4, 0.7], [1.0, 0.8], None),
             ("batched", (2, 3, 6), [0.25, 0.5, 0.75], [0.1, 0.2, 0.05], None),
             ("pruned at 0.3", (4, 8), [0.3, 0.5, 0.7], [0.1, 0.15, 0.2], 0.3)]:
-        layer = _focus_layer(x_shape[-1], len(mu), mu, sigma)
+        layer = focusing_layer(x_shape[-1], len(mu), mu, sigma)
         mask = None
         if prune:
             layer.prune(prune)
-            mask = _host(layer.mask)
+            mask = host(layer.mask)
         name = next(iter(graded.values()))
         mistakes = {name: [("missing the normaliser term of eq. (7): ||phi|| depends on mu "
                             "and sigma too", _focus_without_normaliser(next(iter(graded))))]}
         centres = f"{len(mu)} focus centre{'s' * (len(mu) > 1)}"
         cases.append(Case(f"x {x_shape}, {centres}, {label}",
-                          lambda mask=mask: FocusingLinearFn(mask), [_host(data(*x_shape))] + [
-                              _host(p) for p in (layer.weight, layer.bias, layer.mu,
+                          lambda mask=mask: FocusingLinearFn(mask), [host(data(*x_shape))] + [
+                              host(p) for p in (layer.weight, layer.bias, layer.mu,
                                                  layer.sigma)], graded, mistakes,
                           names=FOCUSING_NAMES))
     return cases + [_with_every_input(cases[0])]

@@ -5,12 +5,12 @@ edge (few inputs carry the whole norm), so those cases are checked on purpose.
 Centres are kept off the midpoints between grid positions, where the nearest
 grid point (used only to scale phi, which u ignores) switches.
 """
-from .. import backend
-from ..units.focusing import FocusingLinear
+from ... import backend
+from ...units.focusing import FocusingLinear
 from . import data, register
 
 
-def _layer(in_features, out_features, mu, sigma):
+def focusing_layer(in_features, out_features, mu, sigma):
     layer = FocusingLinear(in_features, out_features, mu_init=mu, sigma_init=0.1)
     layer.sigma.data = backend.asarray(sigma, dtype="float64")
     layer.bias.data = data(out_features)
@@ -18,7 +18,7 @@ def _layer(in_features, out_features, mu, sigma):
 
 
 def _case(in_features, mu, sigma, batch=5):
-    layer = _layer(in_features, len(mu), mu, sigma)
+    layer = focusing_layer(in_features, len(mu), mu, sigma)
     return layer, [data(batch, in_features)], layer
 
 
@@ -47,12 +47,12 @@ def _():
 
 @register("focusing_linear_batched_3d")
 def _():
-    layer = _layer(6, 3, [0.25, 0.5, 0.75], [0.1, 0.2, 0.05])
+    layer = focusing_layer(6, 3, [0.25, 0.5, 0.75], [0.1, 0.2, 0.05])
     return layer, [data(2, 3, 6)], layer
 
 
 @register("focusing_linear_pruned")
 def _():
-    layer = _layer(8, 3, [0.3, 0.5, 0.7], [0.1, 0.15, 0.2])
+    layer = focusing_layer(8, 3, [0.3, 0.5, 0.7], [0.1, 0.15, 0.2])
     layer.prune(0.3)
     return layer, [data(4, 8)], layer

@@ -4,18 +4,18 @@ The ReLU kink sits at B[i,j] + x[b,j] = 0, so the data keep every such sum at
 least 0.08 away from it: x takes odd multiples of 0.1 (plus jitter under 0.02)
 and B takes multiples of 0.2, so B + x is never within 0.08 of zero.
 """
-from .. import backend
-from ..units.dac import DACConv2d, DACLinear
+from ... import backend
+from ...units.dac import DACConv2d, DACLinear
 from . import register
 
 
-def _off_kink_inputs(*shape):
+def off_kink_inputs(*shape):
     rng = backend.host_rng()
     x = 0.1 * (2 * rng.integers(-5, 5, size=shape) + 1) + rng.uniform(-0.02, 0.02, size=shape)
     return backend.asarray(x, dtype="float64")
 
 
-def _off_kink_biases(layer):
+def off_kink_biases(layer):
     rng = backend.host_rng()
     layer.bias.data = backend.asarray(0.2 * rng.integers(-3, 4, size=layer.bias.shape),
                                       dtype="float64")
@@ -25,16 +25,16 @@ def _off_kink_biases(layer):
 def _dense(name, activation):
     @register(name)
     def _():
-        layer = _off_kink_biases(DACLinear(4, 3, activation=activation))
-        return layer, [_off_kink_inputs(5, 4)], layer
+        layer = off_kink_biases(DACLinear(4, 3, activation=activation))
+        return layer, [off_kink_inputs(5, 4)], layer
 
 
 def _conv(name, stride, padding, activation):
     @register(name)
     def _():
-        layer = _off_kink_biases(DACConv2d(2, 3, 3, stride=stride, padding=padding,
+        layer = off_kink_biases(DACConv2d(2, 3, 3, stride=stride, padding=padding,
                                            activation=activation))
-        return layer, [_off_kink_inputs(2, 2, 5, 6)], layer
+        return layer, [off_kink_inputs(2, 2, 5, 6)], layer
 
 
 _dense("dac_linear_relu", "relu")
