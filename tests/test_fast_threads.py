@@ -13,7 +13,6 @@ import threadpoolctl
 import tinyunits as tu
 from tinyunits import backend, ops
 from tinyunits.fast import threads
-from tinyunits.units.dac import DACLinearFn
 
 from fast_support import run_python, thread_counts  # noqa: F401
 
@@ -123,6 +122,8 @@ def _conv_step(x, W, b, g, dtype="float32"):
 
 
 def _dac_step(x, W, B, g):
+    # the drop-in's blocks (the student copy of the course has no fast.dac: skip there)
+    DACLinearFn = pytest.importorskip("tinyunits.fast.dac").DACLinearFn
     ts = [tu.tensor(a, requires_grad=True) for a in (x, W, B)]
     y = DACLinearFn("relu", budget=64)(*ts)  # blocks of one or two units: many pieces
     y.backward(tu.tensor(g))
