@@ -10,6 +10,7 @@
 """
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -178,3 +179,22 @@ def test_the_cycle_finder_finds_a_planted_circle(kind):
     else:
         graph["tinyunits.tensor"].add("tinyunits.ops.arithmetic")
     assert find_cycle(graph) is not None
+
+
+READING_PATH = ("tensor.py", "function.py", "ops/arithmetic.py", "units/{unit}.py", "module.py")
+
+
+def reading_path_lines(unit: str) -> int:
+    return sum(len((PACKAGE / part.format(unit=unit)).read_text().splitlines())
+               for part in READING_PATH)
+
+
+def test_the_readmes_reading_path_is_what_the_files_hold_and_short():
+    """The README's table of lines on the path tensor -> function -> ops/arithmetic ->
+    unit -> module states the files as they are, and each path stays a sitting's read."""
+    rows = re.findall(r"^\| `units/(\w+)\.py` \| ([\d,]+) \|$", (ROOT / "README.md").read_text(),
+                      re.M)
+    assert {unit for unit, _ in rows} == {"dac", "two_argument", "tmaf", "hannet", "focusing"}
+    for unit, stated in rows:
+        assert int(stated.replace(",", "")) == reading_path_lines(unit), unit
+        assert reading_path_lines(unit) <= 1100, unit
