@@ -21,9 +21,9 @@ import functools
 import math
 from typing import Callable
 
-import tinyunits as tu  # before NumPy, as the lessons do (tinyunits/__init__.py says why)
+import numpy as np
 
-import numpy as np  # noqa: E402, I100
+import tinyunits as tu
 from tinyunits import nn, optim
 from tinyunits.ops.loss import CheckedLabels
 
