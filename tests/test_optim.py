@@ -1,4 +1,7 @@
-"""Optimisers against their textbook update rules, written independently here."""
+"""Optimisers against their textbook update rules, written independently here; a step
+between forward and backward refused, leaves only, every optimiser on the list."""
+import inspect
+
 import numpy as np
 import pytest
 
@@ -95,3 +98,69 @@ def test_bad_arguments_are_clear():
         optim.SGD([], lr=0.1)
     with pytest.raises(ValueError, match="SGD: lr must be a finite number"):
         optim.SGD([nn.Parameter(np.ones(1))], lr=-1)
+
+
+# -------------------------------------------- a step between forward and backward; leaves only
+def test_optimiser_step_between_forward_and_backward_makes_backward_raise():
+    layer = nn.Linear(3, 2)
+    opt = optim.SGD(layer.parameters(), lr=0.1)
+    loss = layer(tu.tensor(np.ones((4, 3)))).sum()
+    for p in layer.parameters():
+        p.grad = tu.backend.get_array_module(p.data).ones_like(p.data)
+    opt.step()
+    with pytest.raises(RuntimeError, match="Parameter of shape .* was changed after Linear"):
+        loss.backward()
+
+
+def test_optimiser_refuses_a_non_leaf_tensor():
+    w = nn.Linear(2, 2).weight
+    with pytest.raises(ValueError, match="SGD: params must be leaf tensors.*Mul"):
+        optim.SGD([w * 2.0], lr=0.1)  # was: a step that changed a copy
+
+
+OPTIMISERS = {
+    "SGD": (optim.SGD, dict(lr=0.1)),
+    "SGD-nesterov-decay": (optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True,
+                                           weight_decay=0.01)),
+    "Adam": (optim.Adam, dict(lr=1e-3)),
+    "Adam-decay": (optim.Adam, dict(lr=1e-3, weight_decay=0.01)),
+    "AdamW": (optim.AdamW, dict(lr=1e-3)),
+}
+
+
+def test_every_optimiser_is_in_the_list():
+    defined = {c for c in vars(optim).values() if inspect.isclass(c)
+               and issubclass(c, optim.Optimizer) and c is not optim.Optimizer}
+    assert defined == {cls for cls, _ in OPTIMISERS.values()}
+
+
+@pytest.mark.parametrize("cls, kwargs", OPTIMISERS.values(), ids=OPTIMISERS)
+def test_every_optimisers_step_between_forward_and_backward_is_refused(cls, kwargs):
+    layer = nn.Linear(3, 2)
+    opt = cls(layer.parameters(), **kwargs)
+    layer(tu.tensor(np.ones((4, 3)))).sum().backward()
+    opt.step()  # after backward: fine
+    loss = layer(tu.tensor(np.ones((4, 3)))).sum()
+    opt.step()  # the old gradients, between this forward and its backward
+    with pytest.raises(RuntimeError, match="was changed after Linear"):
+        loss.backward()
+
+
+def test_clipping_gradients_changes_no_version():
+    x = tu.tensor([3.0, 4.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward(retain_graph=True)
+    optim.clip_grad_norm([x], 1.0)
+    y.backward()  # gradients are not saved by any op
+
+
+@pytest.mark.parametrize("cls, kwargs", OPTIMISERS.values(), ids=OPTIMISERS)
+@pytest.mark.parametrize("make", [lambda w: w * 2.0, lambda w: w.reshape(-1),
+                                  lambda w: w[0], lambda w: w + 0.0],
+                         ids=["mul", "reshape", "getitem", "add"])
+def test_every_optimiser_refuses_a_non_leaf(cls, kwargs, make):
+    w = nn.Linear(2, 2).weight
+    with pytest.raises(ValueError, match=f"{cls.__name__}: params must be leaf tensors"):
+        cls([w, make(w)], **kwargs)
+    with pytest.raises(ValueError, match=f"{cls.__name__}: params must be leaf tensors"):
+        cls([{"params": [w]}, {"params": [make(w)]}], **kwargs)

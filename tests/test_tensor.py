@@ -1,8 +1,12 @@
-"""Autograd semantics: accumulation, broadcasting, deep graphs, graph reuse, no_grad."""
+"""Autograd semantics (tinyunits/tensor.py): accumulation, broadcasting, deep graphs, graph
+reuse, no_grad; backward refusing a graph whose arrays changed after forward (every op,
+every way to change a tensor), each gradient in its leaf's dtype, and tensor()."""
 import numpy as np
 import pytest
 
 import tinyunits as tu
+from tinyunits import ops
+from ops_support import BINARY, OPS, device, leaf, sgd_step
 
 
 def host(t):
@@ -145,3 +149,208 @@ def test_same_seed_same_numbers():
         return tu.nn.Linear(5, 4).weight.numpy(), host(tu.ops.dropout(tu.tensor(np.ones((4, 4))), 0.5).data)
     (w1, d1), (w2, d2) = draw(), draw()
     assert np.array_equal(w1, w2) and np.array_equal(d1, d2)
+
+
+# ---------------------------------------------------- a change after forward: backward refuses
+def test_changing_data_after_forward_makes_backward_raise():
+    x = tu.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = (x * x).sum()
+    x.data += 1
+    with pytest.raises(RuntimeError, match=r"input \d of Mul .* was changed after Mul"):
+        y.backward()  # was: x.grad = 2 * (x + 1), from values forward never saw
+
+
+def test_replacing_data_after_forward_makes_backward_raise():
+    x = tu.tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp().sum()
+    x.data = device([5.0, 6.0], "float32")
+    with pytest.raises(RuntimeError, match="was changed after Exp"):
+        y.backward()
+
+
+def test_every_op_is_in_the_version_test():
+    assert set(OPS) == set(ops.__all__)
+
+
+def _write_then_mark(t):
+    t.data[...] = 0  # a write into the elements: seen only once it is marked
+    t.mark_changed()
+
+
+def _in_place_operator(t):
+    with tu.no_grad():
+        t -= 1
+
+
+def _through_a_view(t):
+    v = t.reshape(-1)  # shares t's array and its version counter
+    v.data += 1
+
+
+def _through_detach(t):
+    d = t.detach()
+    d.data *= 2
+
+
+def _replace(t):
+    t.data = t.data * 1  # the same values in a new array still count as a change
+
+
+def _augmented(t):
+    t.data += 1
+
+
+CHANGES = {"data +=": _augmented, "data =": _replace, "optimiser step": sgd_step,
+           "element write + mark_changed": _write_then_mark, "-= in no_grad": _in_place_operator,
+           "through a reshape": _through_a_view, "through detach": _through_detach}
+
+
+def _op_cases():
+    for name, (build, shapes, op) in OPS.items():
+        for i in range(len(shapes)):
+            for change in CHANGES:
+                yield pytest.param(name, i, change, id=f"{name}-input{i}-{change}")
+
+
+@pytest.mark.parametrize("name, i, change", list(_op_cases()))
+def test_every_op_refuses_backward_after_an_input_changed(name, i, change):
+    build, shapes, op = OPS[name]
+    inputs = [leaf(s, seed=k) for k, s in enumerate(shapes)]
+    out = build(*inputs).sum()
+    CHANGES[change](inputs[i])
+    with pytest.raises(RuntimeError, match=f"input {i} of {op} "
+                                           r"\(a Tensor of shape .*\) was changed"):
+        out.backward()
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_every_op_backward_after_forward_again_is_fine(name):
+    """No false alarm: changed, then forward again, backward gives what fresh
+    tensors with the same values give; a change after backward is allowed."""
+    build, shapes, _ = OPS[name]
+    inputs = [leaf(s, seed=k) for k, s in enumerate(shapes)]
+    build(*inputs).sum()  # a graph that is never used
+    for t in inputs:
+        t.data += 1
+    tu.manual_seed(1)  # (dropout draws the same mask for both)
+    build(*inputs).sum().backward()
+    fresh = [tu.tensor(t.numpy(), requires_grad=True) for t in inputs]
+    tu.manual_seed(1)
+    build(*fresh).sum().backward()
+    for t, f in zip(inputs, fresh):
+        np.testing.assert_array_equal(host(t.grad), host(f.grad))
+        t.data -= 1
+
+
+@pytest.mark.parametrize("name", ["exp", "tanh", "sigmoid"])
+def test_a_changed_output_that_backward_reads_is_refused(name):
+    """Exp, Tanh and Sigmoid keep their output for backward: a change to it is seen by
+    the op that read it after (Sum here), or by the op itself when it is the root."""
+    build, shapes, op = OPS[name]
+    y = build(leaf(shapes[0]))
+    loss = y.sum()
+    y.data += 1
+    with pytest.raises(RuntimeError, match="input 0 of Sum .* was changed"):
+        loss.backward()
+    y = build(leaf(shapes[0]))
+    y.data += 1
+    with pytest.raises(RuntimeError, match=f"the output of {op} .* was changed after {op}"):
+        y.backward(tu.backend.get_array_module(y.data).ones_like(y.data))
+
+
+def test_retained_graph_is_refused_after_a_step():
+    x = tu.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward(retain_graph=True)
+    sgd_step(x)
+    with pytest.raises(RuntimeError, match="was changed after Mul"):
+        y.backward()
+
+
+def test_a_tensor_made_from_a_tensor_is_a_copy():
+    x = tu.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    copy = tu.tensor(x)
+    copy.data += 1  # nothing of x changes, so its graph may backward
+    y.backward()
+    np.testing.assert_array_equal(host(x.grad), [2.0, 4.0])
+
+
+def test_data_must_be_an_array():
+    with pytest.raises(TypeError, match="Tensor.data: the new value must be an array"):
+        tu.tensor([1.0]).data = [2.0]
+
+
+# ----------------------------------- each gradient in its leaf's dtype; integer leaves refused
+def test_gradient_has_its_leafs_dtype():
+    a = tu.tensor([1.0, 2.0], requires_grad=True, dtype="float64")
+    w = tu.tensor([3.0, 4.0], requires_grad=True)  # float32
+    (a * w).sum().backward()
+    assert a.grad.dtype == np.float64 and w.grad.dtype == np.float32  # w's was float64
+
+
+@pytest.mark.parametrize("form", sorted(BINARY))
+def test_each_gradient_has_its_own_inputs_dtype(form):
+    """A float64 and a float32 leaf in one op: each gradient in its leaf's dtype, and
+    equal to the gradient of the op done wholly in float64."""
+    call = BINARY[form][0]
+    grads = {}
+    for dtypes in [("float64", "float32"), ("float64", "float64")]:
+        a, b = leaf((2, 2), 0, dtypes[0]), leaf((2, 2), 1, dtypes[1])
+        out = call(a, b)
+        (out * out).sum().backward()
+        assert a.grad.dtype == a.dtype and b.grad.dtype == b.dtype
+        grads[dtypes] = host(a.grad), host(b.grad)
+    for mixed, exact in zip(grads[("float64", "float32")], grads[("float64", "float64")]):
+        np.testing.assert_allclose(mixed, exact, rtol=1e-5)
+
+
+def test_gradients_from_two_dtypes_accumulate_in_the_leafs_dtype():
+    a, w = leaf((3,), 0, "float64"), leaf((3,), 1)  # w float32, used by a float64 op and its own
+    (a * w + w * w).sum().backward()
+    assert w.grad.dtype == np.float32
+    np.testing.assert_allclose(host(w.grad), host(a.data) + 2 * host(w.data), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool"])
+def test_an_integer_leaf_that_requires_grad_is_refused_at_backward(dtype):
+    x = tu.tensor(np.array([1, 2, 3], dtype=dtype))
+    x.requires_grad = True  # tu.tensor refuses this; setting it afterwards got around that
+    with pytest.raises(TypeError, match="backward: a leaf tensor that requires grad must be "
+                                        f"floating .*got dtype {dtype}"):
+        (x * 2.5).sum().backward()  # was: x.grad = [2, 2, 2], 2.5 truncated
+    assert x.grad is None
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_every_op_refuses_an_integer_leaf_before_writing_any_gradient(name):
+    build, shapes, _ = OPS[name]
+    first = tu.tensor(np.ones(shapes[0], dtype="int64"))
+    first.requires_grad = True
+    others = [leaf(s, seed=k) for k, s in enumerate(shapes[1:], start=1)]
+    out = build(first, *others)
+    with pytest.raises(TypeError, match="backward: a leaf tensor that requires grad must be "
+                                        "floating"):
+        (out * 1.0).sum().backward()
+    assert all(t.grad is None for t in others)
+
+
+# -------------------------------------------------- tensor(), item(), an array beside a tensor
+def test_an_array_beside_a_tensor_gives_a_tensor_on_every_backend():
+    t = tu.tensor([1.0, 2.0])
+    a = device([3.0, 4.0], "float32")  # on strict (and CuPy) its operators defer to Tensor's
+    for out, expected in [(a * t, [3.0, 8.0]), (a - t, [2.0, 2.0]), (a / t, [3.0, 2.0])]:
+        assert isinstance(out, tu.Tensor)
+        np.testing.assert_array_equal(host(out.data), expected)
+
+
+def test_item_of_more_than_one_element_names_the_shape():
+    with pytest.raises(ValueError, match=r"item: a tensor of shape \(2, 2\) has 4 elements"):
+        tu.tensor(np.ones((2, 2))).item()
+
+
+@pytest.mark.parametrize("data", [[tu.tensor(1.0), tu.tensor(2.0)], (tu.tensor([1.0]),)],
+                         ids=["0-d", "1-d"])
+def test_a_tensor_made_of_tensors_says_how(data):
+    with pytest.raises(TypeError, match=r"tensor: data must be numbers .*t.numpy\(\)"):
+        tu.tensor(data)

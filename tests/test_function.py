@@ -1,0 +1,100 @@
+"""Function (tinyunits/function.py): operands that are not Tensors become constants, whose
+dtype follows NumPy's promotion but never changes a floating Tensor's (nothing is
+truncated); anything else is a TypeError naming the op, as is an op called without a
+Tensor."""
+import numpy as np
+import pytest
+
+import tinyunits as tu
+from ops_support import BINARY, OPS, device
+
+host = tu.backend.to_host
+
+
+# --------------------------------------------------------- operands and the dtype of constants
+def test_integer_tensor_times_a_float_is_float():
+    x = tu.tensor([1, 2])
+    np.testing.assert_array_equal(host((x * 2.5).data), [2.5, 5.0])  # was [2, 4]
+    np.testing.assert_array_equal(host((0.5 * x).data), [0.5, 1.0])  # was [0, 0]
+
+
+@pytest.mark.parametrize("bad", [None, "a"])
+def test_operand_that_is_not_a_number_is_a_type_error(bad):
+    x = tu.tensor([1.0, 2.0])
+    with pytest.raises(TypeError, match="Mul: operands must be"):
+        x * bad  # None was a NaN constant, "a" a ValueError from NumPy
+
+
+BAD_OPERANDS = [None, "a", ["a", "b"], object(), 1j, {"a": 1}, [[1.0], [1.0, 2.0]]]
+
+
+@pytest.mark.parametrize("form, bad", [
+    pytest.param(form, bad, id=f"{form}-{bad!r}") for form in sorted(BINARY)
+    for bad in BAD_OPERANDS
+    if not (bad is None and form in ("ops.linear bias", "ops.layer_norm"))])  # no bias/scale
+def test_an_operand_that_is_not_a_number_or_array_is_a_type_error(form, bad):
+    call, op = BINARY[form]
+    with pytest.raises(TypeError, match=f"{op}: operands must be Tensors, numbers or numeric "
+                                        "arrays, got"):
+        call(tu.tensor(np.ones((2, 2))), bad)
+
+
+def test_a_list_holding_tensors_as_an_operand_is_a_type_error_naming_the_op():
+    with pytest.raises(TypeError, match="Mul: operands must be Tensors, numbers or numeric"):
+        tu.tensor([1.0, 2.0]) * [tu.tensor(1.0), tu.tensor(2.0)]
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_every_op_called_without_a_tensor_is_a_type_error_naming_it(name):
+    build, shapes, op = OPS[name]
+    op = {"reshape": "Reshape", "transpose": "Transpose"}.get(name, op)
+    with pytest.raises(TypeError, match=f"{op}: expected at least one Tensor"):
+        build(*[None] * len(shapes))
+
+
+# (tensor dtype, constant): floating tensors keep their dtype; integer ones follow NumPy 2
+CONSTANTS = [
+    ("int64", 2.5), ("int64", 3), ("int32", 3), ("int32", 2.5), ("int64", [0.5, 1.5, 2.5]),
+    ("int64", np.array([0.5, 1.5, 2.5])), ("int64", np.array([1.5], np.float32)),
+    ("int32", np.array([2, 3, 4], np.int64)), ("float32", 2.5), ("float32", 3),
+    ("float32", np.float64(2.5)), ("float32", np.array([0.5, 1.5, 2.5])),
+    ("float32", np.array([1, 2, 3])), ("float32", [1, 2, 3]), ("float64", 2.5),
+    ("float64", np.array([0.5, 1.5, 2.5], np.float32)), ("float64", 3),
+]
+
+
+@pytest.mark.parametrize("form", ["a + b", "b + a", "a - b", "b - a", "a * b", "b * a",
+                                  "a / b", "b / a"])
+@pytest.mark.parametrize("dtype, constant", CONSTANTS,
+                         ids=[f"{d}-{type(c).__name__}{getattr(c, 'dtype', '')}"
+                              for d, c in CONSTANTS])
+def test_constants_follow_numpy_promotion_and_never_truncate(form, dtype, constant):
+    values = np.array([1, 2, 3], dtype=dtype)
+    t = tu.tensor(values, dtype=dtype)
+    operand = device(constant) if isinstance(constant, np.ndarray) else constant
+    out = BINARY[form][0](t, operand)
+    numpy_result = BINARY[form][0](values, np.asarray(constant) if isinstance(constant, list)
+                                   else constant)
+    expected = np.dtype(dtype) if values.dtype.kind == "f" else numpy_result.dtype
+    assert out.dtype == expected
+    np.testing.assert_allclose(host(out.data), numpy_result.astype(expected), rtol=1e-6)
+
+
+def _integer_inputs(shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(1, 4, size=s) for s in shapes]  # >= 1: log's domain
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_every_op_on_integer_tensors_computes_what_it_does_on_their_float_values(name):
+    """NumPy's promotion: an op with a float constant (leaky_relu's slope, an average's
+    1/k^2, dropout's 1/(1-p)) makes an integer tensor float64, never truncates it."""
+    build, shapes, _ = OPS[name]
+    values = _integer_inputs(shapes)
+    if name == "leaky_relu":
+        values[0] = values[0] - 2  # negative values meet the slope
+    outs = []
+    for dtype in ("int64", "float64"):
+        tu.manual_seed(0)  # dropout: the same mask
+        outs.append(build(*[tu.tensor(v.astype(dtype), dtype=dtype) for v in values]))
+    np.testing.assert_allclose(host(outs[0].data), host(outs[1].data), rtol=1e-12)
