@@ -16,6 +16,8 @@ import os
 import pathlib
 from concurrent.futures import ThreadPoolExecutor
 
+from tinyunits.fast import available_cores
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 LESSONS = ROOT / "lessons"
 CACHE = ROOT / "build" / "site-cache"
@@ -95,11 +97,12 @@ def execute_all(mode, scripts=None, cache=CACHE, workers=None, log=print) -> lis
     for s in scripts:
         log(f"site: lesson {s.name} ({mode}): {'runs' if s in stale else 'cached'}")
     if stale:
-        workers = workers or min(len(stale), os.cpu_count() or 1)
+        cores = available_cores()
+        workers = workers or min(len(stale), cores)
         # each kernel gets its share of the cores (tinyunits and its BLAS both read
         # this), not every core each: kernels side by side would otherwise wait on
         # each other's threads; a count the user set wins
-        share = max(1, len(os.sched_getaffinity(0)) // workers)
+        share = max(1, cores // workers)
         ours = "TINYUNITS_NUM_THREADS" not in os.environ  # kernels inherit the environment
         os.environ.setdefault("TINYUNITS_NUM_THREADS", str(share))
         try:
