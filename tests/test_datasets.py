@@ -896,3 +896,45 @@ def test_every_allowed_edge_value_gives_finite_data(fn, kwargs):
         a for part in out for a in (part if isinstance(part, tuple) else [part])]  # batches
     for a in arrays:
         assert a.size and (a.dtype.kind not in "fc" or np.isfinite(a).all())
+
+
+@pytest.mark.parametrize("loader", [datasets.load_mnist, datasets.load_fashion_mnist,
+                                    datasets.load_cifar10, datasets.load_sgemm])
+def test_data_root_that_does_not_exist_is_an_error(tmp_path, loader):
+    with pytest.raises(datasets.DatasetNotFoundError, match="root must be an existing directory"):
+        loader(root=tmp_path / "typo")
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: datasets.two_moons(n=0), ValueError, "two_moons: n"),
+    (lambda: datasets.two_moons(n=2.5), TypeError, "two_moons: n"),
+    (lambda: datasets.two_moons(noise=-1), ValueError, "two_moons: noise"),
+    (lambda: datasets.two_moons(noise=math.nan), ValueError, "two_moons: noise"),
+    (lambda: datasets.spirals(n_classes=0), ValueError, "spirals: n_classes"),
+    (lambda: datasets.spirals(n=2, n_classes=3), ValueError, "spirals: n"),
+    (lambda: datasets.tmaf_smooth_target(n=0), ValueError, "tmaf_smooth_target: n"),
+    (lambda: datasets.tmaf_smooth_target(dim=0), ValueError, "tmaf_smooth_target: dim"),
+    (lambda: datasets.tmaf_oscillatory_target(n=-1), ValueError, "tmaf_oscillatory_target: n"),
+    (lambda: datasets.random_pl_function(0), ValueError, "random_pl_function: k"),
+    (lambda: datasets.random_pl_function(2, n=1), ValueError, "random_pl_function: n"),
+    (lambda: datasets.random_pl_function(2, interval=(1, 0)), ValueError, "interval"),
+    (lambda: list(datasets.batches(np.zeros(3), np.zeros(3), 0)), ValueError,
+     "batches: batch_size"),
+    (lambda: list(datasets.batches(np.zeros(3), np.zeros(2), 1)), ValueError, "rows"),
+    (lambda: datasets.load_mnist(normalize="z"), ValueError, "normalize"),
+    (lambda: datasets.load_mnist(root=3), TypeError, "root"),
+])
+def test_dataset_arguments(call, error, words):
+    with pytest.raises(error, match=words):
+        call()
+
+
+def test_datasets_cli_says_what_is_wrong(tmp_path, capsys):
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert datasets.main(["download", "mnist", "--root", str(a_file)]) == 1
+    assert "error:" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        datasets.main(["download", "no-such-set"])
+    assert exit_.value.code == 2
+    assert "invalid choice: 'no-such-set'" in capsys.readouterr().err

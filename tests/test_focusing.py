@@ -201,3 +201,26 @@ def test_wrong_dtype_and_non_tensor_are_type_errors():
         layer(tu.tensor(np.zeros((4, 12)), dtype="float64"))
     with pytest.raises(TypeError, match="FocusingLinear.*Tensor"):
         layer(np.zeros((4, 12), dtype=np.float32))
+
+
+def test_pruned_focusing_linear_round_trips(tmp_path):
+    tu.manual_seed(0)
+    layer = nn.FocusingLinear(12, 3, sigma_init=0.1)
+    assert layer.prune(0.5) > 0
+    x = tu.tensor(np.random.default_rng(0).normal(size=(4, 12)))
+    tu.save(layer, tmp_path / "pruned.npz")
+    tu.manual_seed(0)
+    fresh = nn.FocusingLinear(12, 3, sigma_init=0.1)
+    tu.load(tmp_path / "pruned.npz", fresh)
+    np.testing.assert_array_equal(host(fresh(x).data), host(layer(x).data))
+    # and an unpruned checkpoint clears a mask: the loaded layer computes what was saved
+    layer.prune(None)
+    tu.save(layer, tmp_path / "unpruned.npz")
+    tu.load(tmp_path / "unpruned.npz", fresh)
+    assert fresh.mask is None
+    np.testing.assert_array_equal(host(fresh(x).data), host(layer(x).data))
+
+
+def test_prune_threshold_must_be_a_number():
+    with pytest.raises(ValueError, match="FocusingLinear.prune: threshold must be finite"):
+        nn.FocusingLinear(4, 2).prune(math.nan)

@@ -302,3 +302,22 @@ def test_every_module_astype_refuses_what_is_not_a_floating_dtype(make, shape, d
         np.testing.assert_array_equal(host(v), before[k])
     model.astype("float64")
     assert all(p.dtype == np.float64 for p in model.parameters())
+
+
+# -------------------------------------------------------------- state_dict and load_state_dict
+def test_a_buffer_assigned_anew_is_still_saved():
+    bn = nn.BatchNorm1d(2)
+    bn.running_mean = tu.backend.asarray(np.array([1.0, 2.0], np.float32))
+    np.testing.assert_array_equal(host(bn.state_dict()["running_mean"]), [1.0, 2.0])
+
+
+def test_mask_of_wrong_shape_is_refused_before_anything_changes(tmp_path):
+    layer = nn.FocusingLinear(6, 2)
+    state = {k: host(v) for k, v in layer.state_dict().items()}
+    state["weight"] = state["weight"] + 1
+    state["mask"] = np.ones((2, 5), np.float32)
+    before = host(layer.weight.data).copy()
+    with pytest.raises(ValueError, match="mask has shape"):
+        layer.load_state_dict(state)
+    np.testing.assert_array_equal(host(layer.weight.data), before)
+    assert layer.mask is None

@@ -1,6 +1,8 @@
 """Optimisers against their textbook update rules, written independently here; a step
-between forward and backward refused, leaves only, every optimiser on the list."""
+between forward and backward refused, leaves only, every optimiser on the list; and
+the arguments of every optimiser, scheduler and of clip_grad_norm."""
 import inspect
+import math
 
 import numpy as np
 import pytest
@@ -164,3 +166,118 @@ def test_every_optimiser_refuses_a_non_leaf(cls, kwargs, make):
         cls([w, make(w)], **kwargs)
     with pytest.raises(ValueError, match=f"{cls.__name__}: params must be leaf tensors"):
         cls([{"params": [w]}, {"params": [make(w)]}], **kwargs)
+
+
+# ---------------------------------------- bad arguments of optimisers, schedulers and clipping
+def test_sgd_typo_and_nan_learning_rate_are_refused():
+    params = nn.Linear(2, 2).parameters()
+    with pytest.raises(TypeError, match="SGD: unknown argument 'momentun'"):
+        optim.SGD(params, lr=0.1, momentun=0.9)
+    with pytest.raises(ValueError, match="SGD: lr must be finite, got nan"):
+        optim.SGD(params, lr=float("nan"))
+
+
+HYPER_PARAMETERS = [
+    (optim.SGD, dict(lr=0.1, momentum=0.9), ["lr", "momentum", "weight_decay"]),
+    (optim.Adam, dict(lr=1e-3), ["lr", "eps", "weight_decay"]),
+    (optim.AdamW, dict(lr=1e-3), ["lr", "eps", "weight_decay"]),
+]
+
+
+def _optimiser_cases():
+    for cls, good, hypers in HYPER_PARAMETERS:
+        for name in hypers:
+            for bad in [math.nan, math.inf, -0.5]:
+                yield pytest.param(cls, good, {name: bad}, ValueError, name,
+                                   id=f"{cls.__name__}-{name}={bad}")
+        for typo in ["momentun", "betas1", "learning_rate"]:
+            if typo not in cls.defaults:
+                yield pytest.param(cls, good, {typo: 0.9}, TypeError, typo,
+                                   id=f"{cls.__name__}-{typo}")
+        yield pytest.param(cls, good, {"lr": "0.1"}, TypeError, "lr",
+                           id=f"{cls.__name__}-lr-str")
+        if "betas" in cls.defaults:
+            for bad, error in [((math.nan, 0.9), ValueError), ((1.0, 0.9), ValueError),
+                               ((0.9, -0.1), ValueError), (0.9, TypeError)]:
+                yield pytest.param(cls, good, {"betas": bad}, error, "betas",
+                                   id=f"{cls.__name__}-betas={bad}")
+            yield pytest.param(cls, good, {"eps": 0.0}, ValueError, "eps",
+                               id=f"{cls.__name__}-eps=0")
+
+
+@pytest.mark.parametrize("cls, good, bad, error, name", list(_optimiser_cases()))
+def test_bad_hyper_parameter_names_optimiser_and_argument(cls, good, bad, error, name):
+    params = nn.Linear(2, 2).parameters()
+    cls(params, **good)
+    with pytest.raises(error, match=f"{cls.__name__}.*{name}"):
+        cls(params, **{**good, **bad})
+    with pytest.raises(error, match=f"{cls.__name__}.*{name}"):  # in a group, too
+        cls([{"params": params, **bad}], **good)
+
+
+@pytest.mark.parametrize("cls", [entry[0] for entry in HYPER_PARAMETERS])
+def test_optimiser_parameter_list_mistakes(cls):
+    layer = nn.Linear(2, 2)
+    w, b = layer.weight, layer.bias
+    cases = [
+        (w, TypeError, "a single Parameter"),
+        ([], ValueError, "non-empty"),
+        ([w, b, w], ValueError, "listed twice"),
+        ([{"params": [w]}, {"params": [b, w], "lr": 0.1}], ValueError, "listed twice"),
+        ([{"params": w}], TypeError, "single Tensor"),
+        ([layer], TypeError, "Linear"),
+        ([{"params": [w]}, b], TypeError, "groups"),
+        (3, TypeError, "params"),
+    ]
+    for params, error, words in cases:
+        with pytest.raises(error, match=f"{cls.__name__}.*{words}"):
+            cls(params, lr=0.1)
+
+
+def test_a_group_may_carry_initial_lr():
+    opt = optim.SGD([{"params": nn.Linear(2, 2).parameters(), "initial_lr": 0.5}], lr=0.1)
+    optim.StepLR(opt, step_size=1, gamma=0.5).step()
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.25)
+
+
+def test_nesterov_needs_momentum():
+    with pytest.raises(ValueError, match="SGD: momentum must be > 0 with nesterov=True"):
+        optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1, nesterov=True)
+
+
+SCHEDULERS = [
+    (optim.StepLR, dict(step_size=2), [("step_size", 0, ValueError),
+                                        ("step_size", 1.5, TypeError)]),
+    (optim.MultiStepLR, dict(milestones=[2, 4]), [("milestones", [0], ValueError),
+                                                  ("milestones", "24", TypeError),
+                                                  ("milestones", 3, TypeError),
+                                                  ("milestones", [1.5], TypeError)]),
+]
+
+
+def _scheduler_cases():
+    for cls, good, bad in SCHEDULERS:
+        for name, value, error in bad + [("gamma", math.nan, ValueError),
+                                         ("gamma", 0.0, ValueError),
+                                         ("gamma", -0.1, ValueError),
+                                         ("optimizer", "sgd", TypeError),
+                                         ("bogus", 1, TypeError)]:
+            yield pytest.param(cls, good, name, value, error, id=f"{cls.__name__}-{name}={value!r}")
+
+
+@pytest.mark.parametrize("cls, good, name, value, error", list(_scheduler_cases()))
+def test_bad_scheduler_argument(cls, good, name, value, error):
+    opt = optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)
+    cls(opt, **good)
+    kwargs = {"optimizer": opt, **good, name: value}
+    with pytest.raises(error, match=name):
+        cls(**kwargs)
+
+
+@pytest.mark.parametrize("params, max_norm, error", [
+    ("single", 1.0, TypeError), ("list", 0.0, ValueError), ("list", math.nan, ValueError),
+    ("list", -1.0, ValueError), ("list", "1", TypeError)])
+def test_clip_grad_norm_arguments(params, max_norm, error):
+    p = nn.Linear(2, 2).weight
+    with pytest.raises(error, match="clip_grad_norm"):
+        optim.clip_grad_norm(p if params == "single" else [p], max_norm)

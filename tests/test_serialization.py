@@ -333,3 +333,90 @@ def test_save_of_what_is_neither_a_module_nor_a_dict_is_a_type_error(tmp_path, o
     with pytest.raises(TypeError, match="save: obj must be a Module or a dict"):
         tu.save(obj, tmp_path / "x.npz")
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------- a failed load changes nothing; save's and load's arguments
+def test_failed_load_changes_nothing(tmp_path):
+    small = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2))
+    tu.save(small, tmp_path / "small.npz")
+    other = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 5))  # same class, last layer differs
+    before = {k: host(v).copy() for k, v in other.state_dict().items()}
+    with pytest.raises(ValueError, match="1.weight has shape"):
+        tu.load(tmp_path / "small.npz", other)
+    for k, v in other.state_dict().items():
+        np.testing.assert_array_equal(host(v), before[k])
+
+
+def test_batchnorm_running_stats_round_trip(tmp_path):
+    bn = nn.BatchNorm1d(3)
+    bn(tu.tensor(np.random.default_rng(1).normal(2.0, 3.0, size=(16, 3))))
+    tu.save(bn, tmp_path / "bn.npz")
+    fresh = tu.load(tmp_path / "bn.npz", nn.BatchNorm1d(3))
+    x = tu.tensor(np.random.default_rng(2).normal(size=(5, 3)))
+    np.testing.assert_array_equal(host(fresh.eval()(x).data), host(bn.eval()(x).data))
+
+
+def test_save_reports_the_users_path(tmp_path):
+    target = tmp_path / "no-such-folder" / "m.npz"
+    with pytest.raises(FileNotFoundError) as err:
+        tu.save(nn.Linear(2, 2), target)
+    assert str(target) in str(err.value) and ".tmp" not in str(err.value)
+
+
+def test_stale_temporary_of_the_same_target_is_removed(tmp_path):
+    stale = tmp_path / ".m.npz.tmp-killed.npz"
+    stale.write_bytes(b"\0" * 4096)  # what a save killed mid-write leaves behind
+    hour_ago = os.stat(stale).st_mtime - 3600  # past STALE_AFTER: no live save writes it
+    os.utime(stale, (hour_ago, hour_ago))
+    other = tmp_path / ".other.npz.tmp-killed.npz"
+    other.write_bytes(b"\0")
+    os.utime(other, (hour_ago, hour_ago))
+    tu.save(nn.Linear(2, 2), tmp_path / "m.npz")
+    assert not stale.exists() and other.exists()
+    assert sorted(os.listdir(tmp_path)) == [".other.npz.tmp-killed.npz", "m.npz"]
+
+
+def _write(path, **arrays):
+    np.savez(path, **arrays)
+    return path
+
+
+def _raw(path, data):
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("make, error, words", [
+    (lambda d: d / "missing.npz", FileNotFoundError, "no checkpoint file"),
+    (lambda d: _raw(d / "junk.npz", b"not a zip"), ValueError, "not a readable"),
+    (lambda d: _raw(d / "pk.npz", b"PK\x03\x04" + b"\0" * 40), ValueError, "not a readable"),
+    (lambda d: _write(d / "nan.npz", weight=np.full((2, 2), np.nan), bias=np.zeros(2)),
+     ValueError, "non-finite"),
+    (lambda d: _write(d / "str.npz", weight=np.array([["a", "b"], ["c", "d"]]),
+                      bias=np.zeros(2)), TypeError, "numeric"),
+    (lambda d: _write(d / "extra.npz", weight=np.zeros((2, 2)), bias=np.zeros(2),
+                      other=np.zeros(1)), KeyError, "unexpected keys"),
+    (lambda d: _write(d / "short.npz", weight=np.zeros((2, 2))), KeyError, "missing keys"),
+])
+def test_bad_checkpoint_changes_nothing(tmp_path, make, error, words):
+    model = nn.Linear(2, 2)
+    before = {k: host(v).copy() for k, v in model.state_dict().items()}
+    with pytest.raises(error, match=words):
+        tu.load(make(tmp_path), model)
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(host(v), before[k])
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda d: tu.save([1, 2], d / "x.npz"), TypeError, "save: obj"),
+    (lambda d: tu.save({"a": object()}, d / "x.npz"), TypeError, "save: every entry"),
+    (lambda d: tu.save(nn.Linear(2, 2), 3), TypeError, "save: path"),
+    (lambda d: tu.load(3), TypeError, "load: path"),
+    (lambda d: tu.load(d / "x.npz", model={}), TypeError, "load: model"),
+    (lambda d: nn.Linear(2, 2).load_state_dict([1]), TypeError, "state must be a dict"),
+    (lambda d: nn.Linear(2, 2).load_state_dict({"weight": [[1, 2], [3, 4]], "bias": [0, 0]}),
+     TypeError, "must be an array"),
+])
+def test_save_load_arguments(tmp_path, call, error, words):
+    with pytest.raises(error, match=words):
+        call(tmp_path)

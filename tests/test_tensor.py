@@ -1,11 +1,14 @@
 """Autograd semantics (tinyunits/tensor.py): accumulation, broadcasting, deep graphs, graph
 reuse, no_grad; backward refusing a graph whose arrays changed after forward (every op,
-every way to change a tensor), each gradient in its leaf's dtype, and tensor()."""
+every way to change a tensor), each gradient in its leaf's dtype and its own array, the
+grad argument of backward, tensor() and the other top-level functions' arguments."""
+import math
+
 import numpy as np
 import pytest
 
 import tinyunits as tu
-from tinyunits import ops
+from tinyunits import nn, ops, optim
 from ops_support import BINARY, OPS, device, leaf, sgd_step
 
 
@@ -354,3 +357,84 @@ def test_item_of_more_than_one_element_names_the_shape():
 def test_a_tensor_made_of_tensors_says_how(data):
     with pytest.raises(TypeError, match=r"tensor: data must be numbers .*t.numpy\(\)"):
         tu.tensor(data)
+
+
+# --------------------------------------------- gradients never alias; backward's grad argument
+def leaves(*values):
+    return [nn.Parameter(np.array(v, dtype=np.float32)) for v in values]
+
+
+def test_sum_of_two_parameters_gives_each_its_own_gradient_and_clip_scales_once():
+    p1, p2 = leaves([1.0], [1.0])
+    (p1 + p2).sum().backward()
+    assert p1.grad is not p2.grad
+    total = optim.clip_grad_norm([p1, p2], math.sqrt(2) / 2)
+    assert total == pytest.approx(math.sqrt(2))
+    assert host(p1.grad)[0] == pytest.approx(0.5) and host(p2.grad)[0] == pytest.approx(0.5)
+
+
+def test_gradient_from_sum_is_writable():
+    (p,) = leaves([3.0, 4.0])
+    p.sum().backward()
+    assert optim.clip_grad_norm([p], 1.0) == pytest.approx(math.sqrt(2))
+    p.grad *= 2  # a broadcast view would be read-only
+    np.testing.assert_allclose(host(p.grad), [math.sqrt(2)] * 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("build", [
+    lambda p1, p2: p1 + p2,                      # add hands one array to both inputs
+    lambda p1, p2: p1 + p2.reshape(2),           # ... and a view of it to the second
+    lambda p1, p2: (p1 + p2).sum() * 1.0,
+])
+def test_gradients_never_alias_each_other(build):
+    p1, p2 = leaves([1.0, 2.0], [3.0, 4.0])
+    out = build(p1, p2)
+    out.backward(np.ones(out.shape, np.float32) if out.shape else None)
+    p1.grad[...] = 0  # in place, as optimisers and clipping work
+    np.testing.assert_array_equal(host(p2.grad), [1.0, 1.0])
+
+
+def test_gradient_never_aliases_the_users_array():
+    (p,) = leaves([1.0, 2.0])
+    seed = tu.backend.asarray(np.array([5.0, 6.0], np.float32))
+    p.backward(seed)
+    p.grad *= 0
+    np.testing.assert_array_equal(host(seed), [5.0, 6.0])
+
+
+@pytest.mark.parametrize("grad, error, words", [
+    (np.ones(3, np.float32), ValueError, "shape"),
+    (np.ones((2, 1), np.float32), ValueError, "shape"),
+    (np.ones(2, np.int64), TypeError, "floating"),
+    ("ones", (TypeError, ValueError), "grad"),
+    (object(), TypeError, "grad")])
+def test_backward_grad_argument(grad, error, words):
+    (p,) = leaves([1.0, 2.0])
+    with pytest.raises(error, match=f"backward: .*{words}"):
+        (p * 2.0).backward(grad)
+
+
+def test_backward_grad_from_host_list_is_moved_to_the_backend():
+    (p,) = leaves([1.0, 2.0])
+    (p * 2.0).backward([1.0, 3.0])
+    np.testing.assert_array_equal(host(p.grad), [2.0, 6.0])
+
+
+# ------------------------------------------------------------------------- top-level functions
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: tu.manual_seed(-1), ValueError, "manual_seed: seed"),
+    (lambda: tu.manual_seed(1.5), TypeError, "manual_seed: seed"),
+    (lambda: tu.manual_seed("0"), TypeError, "manual_seed: seed"),
+    (lambda: tu.set_default_dtype("float16"), ValueError, "set_default_dtype: name"),
+    (lambda: tu.set_backend("torch"), ValueError, "set_backend"),
+    (lambda: tu.tensor("abc"), TypeError, "tensor: data"),
+    (lambda: tu.tensor([1, 2], requires_grad=True), TypeError, "tensor: data must be floating"),
+    (lambda: tu.tensor([1.0], requires_grad="yes"), TypeError, "tensor: requires_grad"),
+    (lambda: tu.tensor([1.0], dtype="floot32"), TypeError, "tensor: data"),
+    (lambda: tu.tensor({"a": 1}), TypeError, "tensor: data"),
+    (lambda: tu.ops.add(1.0, 2.0), TypeError, "Add: expected at least one Tensor.*got float, float"),
+    (lambda: tu.ops.relu([1.0, 2.0]), TypeError, "ReLU: expected at least one Tensor.*got list"),
+])
+def test_top_level_functions(call, error, words):
+    with pytest.raises(error, match=words):
+        call()

@@ -385,3 +385,106 @@ def test_a_model_of_two_dtypes_is_refused():
     model = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).astype("float64"))
     with pytest.raises(ValueError, match=r"fit: model must be of one floating dtype .*float32"):
         fit(model, tu.ops.cross_entropy, optim.SGD(model.parameters(), lr=0.1), _data_of("float32"))
+
+
+# ------------------------------------------------- bad data and arguments at every entry point
+@pytest.mark.parametrize("n_labels", [40, 10])
+def test_fit_refuses_labels_that_do_not_match_rows(n_labels):
+    x = np.random.default_rng(0).normal(size=(20, 2)).astype(np.float32)
+    y = np.zeros(n_labels, np.int64)
+    model = nn.Linear(2, 2)
+    with pytest.raises(ValueError, match=r"fit: train_data y must be one row per row of X \(20\)"):
+        fit(model, nn.functional.cross_entropy, optim.SGD(model.parameters(), lr=0.1), (x, y))
+
+
+def _data(n=20):
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(n, 2)).astype(np.float32), rng.integers(0, 2, n)
+
+
+def _nan_x():
+    x, y = _data()
+    x[3, 1] = np.nan
+    return x, y
+
+
+def _inf_target():
+    x, _ = _data()
+    y = np.zeros((20, 2), np.float32)
+    y[0, 0] = np.inf
+    return x, y
+
+
+BAD_DATA = [
+    ("more labels", lambda: (_data()[0], np.zeros(40, np.int64)), ValueError, "one row per row"),
+    ("fewer labels", lambda: (_data()[0], np.zeros(10, np.int64)), ValueError, "one row per row"),
+    ("2-D labels", lambda: (_data()[0], np.zeros((20, 1), np.int64)), ValueError, "1-D"),
+    ("negative labels", lambda: (_data()[0], -np.ones(20, np.int64)), ValueError, ">= 0"),
+    ("string labels", lambda: (_data()[0], np.array(["a"] * 20)), TypeError, "numeric"),
+    ("empty", lambda: (np.zeros((0, 2), np.float32), np.zeros(0, np.int64)), ValueError,
+     "non-empty"),
+    ("NaN in X", _nan_x, ValueError, "finite"),
+    ("inf in target", _inf_target, ValueError, "finite"),
+    ("lists", lambda: (_data()[0].tolist(), _data()[1]), TypeError, "an array"),
+    ("not a pair", lambda: _data()[0], TypeError, "pair"),
+]
+
+
+def _fit_on(data):
+    model = nn.Linear(2, 2)
+    fit(model, nn.functional.cross_entropy, optim.SGD(model.parameters(), lr=0.1), data)
+
+
+def _fit_val_on(data):
+    model = nn.Linear(2, 2)
+    fit(model, nn.functional.cross_entropy, optim.SGD(model.parameters(), lr=0.1), _data(),
+        val_data=data)
+
+
+def _evaluate_on(data):
+    evaluate(nn.Linear(2, 2), *data) if isinstance(data, tuple) else evaluate(
+        nn.Linear(2, 2), data, None)
+
+
+ENTRY_POINTS = [("fit", _fit_on), ("fit", _fit_val_on), ("evaluate", _evaluate_on)]
+
+
+@pytest.mark.parametrize("where, call, make, error, words", [
+    pytest.param(where, call, make, error, words, id=f"{call.__name__}-{label}")
+    for where, call in ENTRY_POINTS for label, make, error, words in BAD_DATA
+    if not (where == "evaluate" and label == "not a pair")])  # evaluate takes X, y apart
+def test_bad_data_at_every_entry_point(where, call, make, error, words):
+    with pytest.raises(error, match=f"{where}: .*{words}"):
+        call(make())
+
+
+@pytest.mark.parametrize("kwargs, error, name", [
+    (dict(epochs=-1), ValueError, "epochs"), (dict(batch_size=0), ValueError, "batch_size"),
+    (dict(batch_size=2.5), TypeError, "batch_size"), (dict(patience=0), ValueError, "patience"),
+    (dict(loss_fn=None), TypeError, "loss_fn"), (dict(optimizer=None), TypeError, "optimizer"),
+    (dict(metric="accuracy"), TypeError, "metric"), (dict(scheduler=3), TypeError, "scheduler"),
+    (dict(after_step=1), TypeError, "after_step"), (dict(seed=-1), ValueError, "seed"),
+    (dict(shuffle="no"), TypeError, "shuffle"), (dict(progress="no"), TypeError, "progress")])
+def test_fit_arguments(kwargs, error, name):
+    model = nn.Linear(2, 2)
+    args = dict(model=model, loss_fn=nn.functional.cross_entropy,
+                optimizer=optim.SGD(model.parameters(), lr=0.1), train_data=_data())
+    with pytest.raises(error, match=f"fit: {name}"):
+        fit(**{**args, **kwargs})
+
+
+@pytest.mark.parametrize("logits, labels, error, name", [
+    ((4, 3), np.zeros(5, np.int64), ValueError, "labels"),
+    ((4, 3), np.zeros((4, 1), np.int64), ValueError, "labels"),
+    ((4, 3), np.zeros(4, np.float32), TypeError, "labels"),
+    ((4, 3), [0, 1, 2, 0], TypeError, "labels"),
+    ((4,), np.zeros(4, np.int64), ValueError, "logits"),
+    ((0, 3), np.zeros(0, np.int64), ValueError, "logits")])
+def test_accuracy_arguments(logits, labels, error, name):
+    with pytest.raises(error, match=f"accuracy: {name}"):
+        accuracy(tu.tensor(np.zeros(logits)), labels)
+
+
+def test_evaluate_batch_size():
+    with pytest.raises(ValueError, match="evaluate: batch_size"):
+        evaluate(nn.Linear(2, 2), *_data(), batch_size=0)
