@@ -1,5 +1,7 @@
 """FocusingLinear: forward against a direct loop over eqs. (5)-(7), constrain(),
-initialisation, pruning, parameter groups and the errors a wrong input gets.
+initialisation, pruning (and a pruned layer's checkpoint), parameter groups, the errors a
+wrong input gets, and sigma at or below its floor or a NaN mu (finite, or NaN that fit's
+guard stops, never an IndexError).
 
 The derivatives (x, weight, bias, mu, sigma) are checked by the registered
 gradcheck cases in tinyunits/gradcheck/cases/focusing.py (tests/test_gradcheck.py).
@@ -11,6 +13,8 @@ import pytest
 
 import tinyunits as tu
 from tinyunits import backend, nn, optim
+from tinyunits.units.focusing import SIGMA_RANGE
+from layers_support import assert_finite, forward_backward, put
 
 
 def host(a):
@@ -224,3 +228,60 @@ def test_pruned_focusing_linear_round_trips(tmp_path):
 def test_prune_threshold_must_be_a_number():
     with pytest.raises(ValueError, match="FocusingLinear.prune: threshold must be finite"):
         nn.FocusingLinear(4, 2).prune(math.nan)
+
+
+# ------------------------------------------------------- sigma at or below its floor, a NaN mu
+def test_focusing_linear_with_sigma_zero_computes_with_the_floor():
+    layer, floor = nn.FocusingLinear(8, 3), nn.FocusingLinear(8, 3)
+    floor.load_state_dict(layer.state_dict())
+    put(layer.sigma, [0.0, 0.2, 0.0])
+    put(floor.sigma, [SIGMA_RANGE[0], 0.2, SIGMA_RANGE[0]])
+    x = np.random.default_rng(1).normal(size=(5, 8))
+    y, grads = forward_backward(layer, x)
+    assert_finite(y, grads)
+    np.testing.assert_array_equal(y, forward_backward(floor, x)[0])
+    assert grads["sigma"][0] == 0 and grads["sigma"][2] == 0 and grads["sigma"][1] != 0
+
+
+def test_focusing_linear_sigma_pushed_below_zero_by_a_step_computes_what_constrain_makes():
+    layer = nn.FocusingLinear(8, 2, sigma_init=0.05)
+    x = tu.tensor(np.random.default_rng(2).normal(size=(6, 8)))
+    layer.sigma.grad = backend.asarray(np.array([1.0, -1.0]), dtype=layer.sigma.dtype)
+    optim.SGD(layer.focus_parameters(), lr=0.25).step()  # sigma = (-0.2, 0.3): too far
+    assert host(layer.sigma.data)[0] < 0
+    before = host(layer(x).data)  # before constrain(), as a forgotten after_step leaves it
+    layer.constrain()
+    np.testing.assert_array_equal(before, host(layer(x).data))
+
+
+def test_focusing_linear_nan_mu_gives_nan_not_an_index_error():
+    layer = nn.FocusingLinear(6, 2)
+    put(layer.mu, [math.nan, 0.5])
+    y = host(layer(tu.tensor(np.ones((2, 6)))).data)
+    assert np.isnan(y[:, 0]).all() and np.isfinite(y[:, 1]).all()  # fit's NaN guard stops it
+
+
+@pytest.mark.parametrize("sigma", [0.0, -0.0, -0.02, -1.0, 1e-300, 1e-30, 1e-12, 1e-6, 0.005])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_focusing_linear_sigma_below_the_floor_is_the_floor(sigma, dtype):
+    tu.set_default_dtype(dtype)
+    layer, floor = nn.FocusingLinear(12, 2), nn.FocusingLinear(12, 2)
+    floor.load_state_dict(layer.state_dict())
+    put(layer.sigma, [sigma, 0.3])
+    put(floor.sigma, [SIGMA_RANGE[0], 0.3])
+    x = np.random.default_rng(6).normal(size=(4, 12))
+    y, grads = forward_backward(layer, x)
+    assert_finite(y, grads)
+    y_floor, grads_floor = forward_backward(floor, x)
+    np.testing.assert_array_equal(y, y_floor)
+    assert grads["sigma"][0] == 0 and grads["sigma"][1] == grads_floor["sigma"][1]
+    np.testing.assert_array_equal(host(layer.focus()), host(floor.focus()))
+
+
+def test_focusing_linear_clamp_is_the_derivative_of_what_it_computes(float64):
+    # one sigma below the floor (its gradient is exactly 0, and so is the central
+    # difference), one above: the float64 numerical-gradient check still holds
+    layer = nn.FocusingLinear(7, 2, mu_init=[0.3, 0.6])
+    put(layer.sigma, [0.005, 0.2])
+    report = tu.gradcheck(layer, [np.random.default_rng(8).normal(size=(3, 7))], module=layer)
+    assert report.ok, str(report)

@@ -1,6 +1,7 @@
 """HanLayer and HanMixerBlock: forward against the explicit reflection matrix, axis
-handling, errors, the O(batch x dim) promise; and the measurement tools of
-tinyunits/units/hannet_measures.py on cases whose answers are known.
+handling, errors, the O(batch x dim) promise, a zero or tiny u (finite by construction);
+and the measurement tools of tinyunits/units/hannet_measures.py on cases whose answers
+are known.
 
 The derivatives are checked by the registered gradcheck cases in
 tinyunits/gradcheck/cases/hannet.py (tests/test_gradcheck.py).
@@ -15,6 +16,7 @@ import tinyunits as tu
 from tinyunits import backend, nn
 from tinyunits.units import hannet_measures as hm
 from tinyunits.units.hannet import HanFn
+from layers_support import assert_finite, forward_backward, put
 
 
 def host(a):
@@ -303,3 +305,24 @@ def test_proposition_3_matches_simulation():
         expected = hm.distance_preserving_probability(p, d, act)
         assert kept == pytest.approx(expected, abs=4 * math.sqrt(expected / n) + 1e-4)
     assert hm.distance_preserving_probability(0.5, 4, "relu") == pytest.approx(0.25 ** 4)
+
+
+# -------------------------------------------------------- degenerate u: finite by construction
+def test_han_layer_with_zero_u_reflects_nothing_and_its_gradients_are_finite():
+    layer = nn.HanLayer(4)
+    put(layer.u, np.zeros(4))
+    x = np.random.default_rng(0).normal(size=(3, 4))
+    y, grads = forward_backward(layer, x)
+    assert_finite(y, grads)
+    # H(0) = I (LAPACK's convention for a zero Householder vector): y = |x + b|
+    np.testing.assert_allclose(y, np.abs(x + host(layer.bias.data)), rtol=1e-6)
+    np.testing.assert_array_equal(grads["u"], 0)
+
+
+@pytest.mark.parametrize("scale", [0.0, 1e-300, 1e-30, 1e-20, 1e-14, 1e-10])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_han_layer_short_or_zero_u_stays_finite(scale, dtype):
+    tu.set_default_dtype(dtype)
+    layer = nn.HanLayer(5)
+    put(layer.u, scale * np.array([1.0, -2.0, 0.5, 0.0, 3.0]))
+    assert_finite(*forward_backward(layer, np.random.default_rng(9).normal(size=(4, 5))))

@@ -1,7 +1,8 @@
 """The Module system (tinyunits/module.py), over every Module of nn: what a module
 registers and what it refuses in its place (a tensor or None for a parameter, a list
 that would hide parameters, a non-array for a buffer), train/eval and astype, the changes
-a module makes that backward then refuses, and state_dict / load_state_dict."""
+a module makes that backward then refuses, and state_dict / load_state_dict (a dtype round
+trip keeps what float32 holds, a non-finite or misshapen entry is refused)."""
 import inspect
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 import tinyunits as tu
 from tinyunits import nn, optim
+from layers_support import LAYERS
 from ops_support import sgd_step
 
 host = tu.backend.to_host
@@ -321,3 +323,42 @@ def test_mask_of_wrong_shape_is_refused_before_anything_changes(tmp_path):
         layer.load_state_dict(state)
     np.testing.assert_array_equal(host(layer.weight.data), before)
     assert layer.mask is None
+
+
+@pytest.mark.parametrize("make, shape", [pytest.param(m, s, id=n) for n, m, s in LAYERS]
+                         + [pytest.param(lambda: _pruned(), (3, 6), id="FocusingLinear-pruned")])
+def test_float64_float32_float64_keeps_what_float32_holds_and_every_breakpoint(make, shape,
+                                                                               float64):
+    layer = make()
+    x = tu.tensor(np.random.default_rng(10).normal(size=shape))
+    layer(x)  # running statistics move
+    for name, a in layer.state_dict().items():  # every value a float32 number, but breakpoints
+        if name != "breakpoints":
+            a[...] = a.astype("float32")
+    before = {k: host(v).copy() for k, v in layer.state_dict().items()}
+    y = host(layer.eval()(x).data)
+    layer.astype("float32").astype("float64")
+    after = {k: host(v) for k, v in layer.state_dict().items()}
+    assert after.keys() == before.keys()
+    for k in before:
+        np.testing.assert_array_equal(after[k], before[k], err_msg=k)
+        assert after[k].dtype == before[k].dtype, k
+    np.testing.assert_array_equal(host(layer(x).data), y)
+
+
+def _pruned():
+    layer = nn.FocusingLinear(6, 2, sigma_init=0.1)
+    layer.prune(0.5)
+    return layer
+
+
+@pytest.mark.parametrize("make, shape", [pytest.param(m, s, id=n) for n, m, s in LAYERS])
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_every_unit_refuses_to_load_a_non_finite_parameter(make, shape, value):
+    layer = make()
+    name = next(iter(dict(layer.named_parameters())))
+    state = {k: host(v).copy() for k, v in layer.state_dict().items()}
+    state[name].flat[0] = value
+    with pytest.raises(ValueError, match=f"{name} must be finite"):
+        layer.load_state_dict(state)  # was loaded: the model then computed NaN
+    assert np.isfinite(host(dict(layer.named_parameters())[name].data)).all()

@@ -1,5 +1,6 @@
 """Modules: registration, shared parameters, modes, state dicts, initialisers, input errors;
-every layer's constructor against bad arguments, and every layer against a bad input."""
+every layer's constructor against bad arguments, every layer against a bad input, and
+every layer with all its parameters zero (finite outputs and gradients)."""
 import math
 import re
 
@@ -8,6 +9,7 @@ import pytest
 
 import tinyunits as tu
 from tinyunits import nn
+from layers_support import LAYERS, assert_finite, forward_backward, put
 
 host = tu.backend.to_host
 
@@ -280,3 +282,12 @@ def test_batchnorm_refuses_a_batch_without_variance_and_keeps_its_stats(cls, sha
     np.testing.assert_array_equal(host(bn.running_mean), mean)
     np.testing.assert_array_equal(host(bn.running_var), var)
     bn.eval()(tu.tensor(np.zeros(shape)))  # eval mode uses the running stats: fine
+
+
+# -------------------------------------------------------- every layer with all parameters zero
+@pytest.mark.parametrize("make, shape", [pytest.param(m, s, id=n) for n, m, s in LAYERS])
+def test_every_parameter_zero_gives_finite_outputs_and_gradients(make, shape, float64):
+    layer = make()
+    for p in layer.parameters():
+        put(p, np.zeros(p.shape))
+    assert_finite(*forward_backward(layer, np.random.default_rng(5).normal(size=shape)))

@@ -2,7 +2,8 @@
 the level gradients against central differences of that loop (exact up to rounding,
 breakpoints included: y is linear in the levels, whose bins x alone decides), the
 convention at breakpoints, init="relu" against ops.relu (bit for bit), the other inits,
-and the errors a wrong breakpoint list or input gets.
+the errors a wrong breakpoint list or input gets, and the breakpoints kept exact through
+dtype round trips, checkpoints and loads that would break them.
 
 The derivatives away from breakpoints are checked by the registered gradcheck
 cases in tinyunits/gradcheck/cases/tmaf.py (tests/test_gradcheck.py).
@@ -11,7 +12,8 @@ import numpy as np
 import pytest
 
 import tinyunits as tu
-from tinyunits import backend, nn, ops
+from tinyunits import backend, nn, ops, optim
+from layers_support import put
 from test_dac import finite_differences
 
 S = (-0.5, 0.0, 0.5)
@@ -19,10 +21,6 @@ S = (-0.5, 0.0, 0.5)
 
 def host(a):
     return backend.to_host(a.data if isinstance(a, tu.Tensor) else a)
-
-
-def put(param, values):
-    param.data = backend.asarray(np.asarray(values), dtype=param.dtype)
 
 
 def bin_of(v, breakpoints):
@@ -257,3 +255,90 @@ def test_wrong_input_shape_dtype_and_type_are_refused():
         layer(tu.tensor(np.zeros((2, 4)), dtype="float64"))
     with pytest.raises(TypeError, match="Tensor"):
         layer(np.zeros((2, 4), np.float32))
+
+
+# ---------------------------- the breakpoints: exact in every dtype, a buffer, checked on load
+def test_tmaf_breakpoints_survive_a_float32_round_trip(float64):
+    layer = nn.TMAF(3, [-0.3, 0.1, 0.7], init="random")
+    x = np.random.default_rng(3).normal(size=(20, 3))
+    y = host(layer(tu.tensor(x)).data)
+    layer.astype("float32").astype("float64")
+    np.testing.assert_array_equal(host(layer.breakpoints), [-0.3, 0.1, 0.7])
+    assert layer.breakpoints.dtype == np.float64
+    levels = host(layer.levels.data)
+    np.testing.assert_array_equal(levels, levels.astype(np.float32))  # levels were rounded
+    reference = nn.TMAF(3, [-0.3, 0.1, 0.7], init="random")
+    put(reference.levels, levels)
+    np.testing.assert_array_equal(host(layer(tu.tensor(x)).data),
+                                  host(reference(tu.tensor(x)).data))
+    assert not np.array_equal(y, x)  # (the layer does something)
+
+
+def test_float32_tmaf_bins_against_the_exact_breakpoints():
+    layer = nn.TMAF(1, [0.7], init="identity")
+    put(layer.levels, [[1.0, 2.0]])
+    below = np.float32(0.7)  # 0.699999988..., just below the breakpoint the user gave
+    assert float(below) < 0.7
+    above = np.nextafter(below, np.float32(1))
+    y = host(layer(tu.tensor(np.array([[below], [above]], np.float32))).data)
+    np.testing.assert_array_equal(y[:, 0], [below, 2 * above])
+
+
+def test_tmaf_breakpoints_are_a_buffer_no_optimiser_moves():
+    layer = nn.TMAF(2, [-0.5, 0.0, 0.5], init="random")
+    assert all(p is not layer.breakpoints for p in layer.parameters())
+    assert "breakpoints" in layer.state_dict()
+    opt = optim.Adam(layer.parameters(), lr=0.1)
+    layer(tu.tensor(np.random.default_rng(4).normal(size=(5, 2)))).sum().backward()
+    opt.step()
+    np.testing.assert_array_equal(host(layer.breakpoints), [-0.5, 0.0, 0.5])
+
+
+def test_tmaf_checkpoint_keeps_exact_breakpoints_across_dtypes(tmp_path, float64):
+    layer = nn.TMAF(2, [0.1, 0.3], init="random")
+    tu.save(layer, tmp_path / "tmaf.npz")
+    tu.set_default_dtype("float32")
+    loaded = tu.load(tmp_path / "tmaf.npz", nn.TMAF(2, [0.2, 0.4], init="random"))
+    np.testing.assert_array_equal(host(loaded.breakpoints), [0.1, 0.3])
+
+
+BAD_BREAKPOINTS = {"unsorted": [1.0, 0.0, -1.0], "repeated": [-1.0, 0.0, 0.0],
+                   "nan": [-1.0, np.nan, 1.0], "inf": [-np.inf, 0.0, 1.0],
+                   "wrong length": [-1.0, 1.0], "2-d": [[-1.0, 0.0, 1.0]]}
+
+
+BREAKPOINT_WORDS = {"unsorted": "strictly increasing", "repeated": "strictly increasing",
+                    "nan": "finite", "inf": "finite", "wrong length": "shape",
+                    "2-d": "shape"}
+
+
+def _tmaf_net(kind):
+    return nn.Sequential(nn.Linear(3, 3), nn.TMAF(3, [-1.0, 0.0, 1.0], kind=kind))
+
+
+@pytest.mark.parametrize("kind", ["diagonal", "tridiagonal"])
+@pytest.mark.parametrize("bad", sorted(BAD_BREAKPOINTS))
+@pytest.mark.parametrize("how", ["load_state_dict", "tu.load"])
+def test_tmaf_refuses_to_load_breakpoints_it_would_refuse_to_be_built_with(tmp_path, kind,
+                                                                           bad, how):
+    net = _tmaf_net(kind)
+    before = {k: host(v).copy() for k, v in net.state_dict().items()}
+    state = {k: host(v) for k, v in net.state_dict().items()}
+    state["1.breakpoints"] = np.array(BAD_BREAKPOINTS[bad])
+    state["0.weight"] = state["0.weight"] + 1  # a good entry: must not be written either
+    with pytest.raises(ValueError, match=BREAKPOINT_WORDS[bad]):
+        if how == "tu.load":
+            np.savez(tmp_path / "other.npz", **state)  # (save refuses NaN: written by hand)
+            tu.load(tmp_path / "other.npz", net)
+        else:
+            net.load_state_dict(state)  # was: loaded, the bins then counted wrong
+    after = {k: host(v) for k, v in net.state_dict().items()}
+    assert all(np.array_equal(before[k], after[k]) for k in before)
+
+
+def test_tmaf_loads_other_valid_breakpoints():
+    net = _tmaf_net("diagonal")
+    state = {k: host(v) for k, v in net.state_dict().items()}
+    state["1.breakpoints"] = np.array([-2.0, 0.5, 3.0])
+    net.load_state_dict(state)
+    np.testing.assert_array_equal(host(net[1].breakpoints), [-2.0, 0.5, 3.0])
