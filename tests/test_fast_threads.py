@@ -1,7 +1,7 @@
 """tinyunits.fast.threads: the thread count (PyTorch's default: the cores this process
 may use, for tinyunits' pieces and BLAS alike; set_num_threads and TINYUNITS_NUM_THREADS
 set BLAS's count too, and a lesson leaves it alone), pieces in order on a pool, and ops
-that use it (conv2d, DACLinear, the focusing rows) giving the same numbers at every
+that use it (conv2d, DACLinear) giving the same numbers at every
 thread count."""
 import os
 import threading
@@ -14,7 +14,7 @@ import tinyunits as tu
 from tinyunits import backend, ops
 from tinyunits.fast import threads
 
-from fast_support import run_python, thread_counts  # noqa: F401
+from fast_support import run_python
 
 
 @pytest.fixture(autouse=True)
@@ -168,19 +168,3 @@ def test_device_arrays_are_not_cut_into_per_thread_pieces(monkeypatch, rng):
         monkeypatch.setattr(conv, "DEVICE_COLUMN_ELEMENTS", cap)
         for got, want in zip(_conv_step(*arrays, dtype="float64"), on_host):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
-
-
-def test_focusing_rows_give_the_same_bits_on_any_number_of_threads(rng, thread_counts):
-    from tinyunits.units.focusing import focus_coefficients
-    mu, sigma = rng.uniform(0, 1, 37), rng.uniform(0.01, 1, 37)
-    results = []
-    for n in (1, 2, 3):
-        thread_counts(n)
-        results.append(focus_coefficients(mu, sigma, 50))
-    for other in results[1:]:
-        for a, b in zip(other, results[0]):
-            np.testing.assert_array_equal(a, b)
-    d, u = results[0]
-    phi = np.exp(-d ** 2 / (2 * sigma[:, None] ** 2))
-    np.testing.assert_allclose(u, np.sqrt(50) * phi / np.linalg.norm(phi, axis=1)[:, None],
-                               rtol=1e-10, atol=1e-12)

@@ -13,7 +13,7 @@ import pytest
 
 import tinyunits as tu
 from tinyunits import backend, nn, optim
-from tinyunits.units.focusing import SIGMA_RANGE
+from tinyunits.units.focusing import SIGMA_RANGE, focus_coefficients
 from layers_support import assert_finite, forward_backward, put
 
 
@@ -61,6 +61,17 @@ def test_forward_matches_direct_loop():
 def test_focus_rows_have_the_norm_of_a_dense_neuron():
     u = host(make_layer().focus())
     np.testing.assert_allclose(np.sqrt((u * u).sum(axis=1)), math.sqrt(9), rtol=1e-5)
+
+
+def test_focus_coefficients_are_eqs_6_and_7_in_float64(rng):
+    # many rows, sigma down to its floor: the shifted, floored phi of focus_coefficients
+    # is still the paper's u to float64's precision
+    mu, sigma = rng.uniform(0, 1, 37), rng.uniform(0.01, 1, 37)
+    d, u = focus_coefficients(mu, sigma, 50)
+    np.testing.assert_array_equal(d, np.linspace(0.0, 1.0, 50) - mu[:, None])
+    phi = np.exp(-d ** 2 / (2 * sigma[:, None] ** 2))
+    np.testing.assert_allclose(u, np.sqrt(50) * phi / np.linalg.norm(phi, axis=1)[:, None],
+                               rtol=1e-10, atol=1e-12)
 
 
 def test_wide_focus_is_almost_dense():
