@@ -19,6 +19,21 @@ from .fast import get_num_threads, set_num_threads
 fast.install()
 
 
+# Old names of modules that moved: they still answer, with a warning naming the new one.
+MOVED = {"threads": "tinyunits.fast.threads", "buffers": "tinyunits.fast.buffers",
+         "blas": "tinyunits.fast.blas", "checks": "tinyunits.gradcheck.cases"}
+
+
+def __getattr__(name):
+    if name not in MOVED:
+        raise AttributeError(f"module 'tinyunits' has no attribute {name!r}")
+    import importlib
+    import warnings
+    warnings.warn(f"tinyunits.{name} is deprecated: it is {MOVED[name]}", DeprecationWarning,
+                  stacklevel=2)
+    return importlib.import_module(MOVED[name])
+
+
 def manual_seed(seed: int) -> None:
     """Seed every generator tinyunits uses: the same seed gives the same numbers."""
     backend.manual_seed(validate.integer("manual_seed", "seed", seed, low=0))

@@ -1,11 +1,13 @@
-"""The units' old module names (tinyunits/units/multiarg.py, focus.py, han.py,
-han_measures.py): importing one warns that it is deprecated, naming the new module,
-and gives that module itself, so user code written against the old names runs on."""
+"""Old names of moved modules: the units' (tinyunits/units/multiarg.py, focus.py, han.py,
+han_measures.py), nn.module, and tinyunits.threads/buffers/blas/checks. Each warns that
+it is deprecated, naming the new module, and gives that module's objects, so user code
+written against the old names runs on."""
 import importlib
 import sys
 
 import pytest
 
+import tinyunits as tu
 import tinyunits.units
 from tinyunits import nn
 
@@ -40,3 +42,18 @@ def test_nn_module_warns_and_gives_the_same_classes(monkeypatch):
     with pytest.warns(DeprecationWarning, match=r"tinyunits\.nn\.module is deprecated"):
         from tinyunits.nn.module import Module, Parameter, Sequential
     assert (Module, Parameter, Sequential) == (nn.Module, nn.Parameter, nn.Sequential)
+
+
+@pytest.mark.parametrize("old,new", [("threads", "tinyunits.fast.threads"),
+                                     ("buffers", "tinyunits.fast.buffers"),
+                                     ("blas", "tinyunits.fast.blas"),
+                                     ("checks", "tinyunits.gradcheck.cases")])
+def test_a_moved_module_answers_under_its_old_name_with_a_warning(old, new):
+    with pytest.warns(DeprecationWarning, match=rf"tinyunits\.{old} is deprecated: it is {new}"):
+        module = getattr(tu, old)
+    assert module is importlib.import_module(new)
+
+
+def test_an_unknown_attribute_is_still_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'threadz'"):
+        tu.threadz
