@@ -138,8 +138,8 @@ def run_per_thread(fn, n: int, elements: int, like) -> None:
 
 
 def split(fn, *arrays) -> None:
-    """fn(*parts) for each thread's share of the arrays' first axis (which they share),
-    each part writing only its own rows of an output; fn(*arrays) once, here, for
+    """`fn(*parts)` for each thread's share of the arrays' first axis (which they share),
+    each part writing only its own rows of an output; `fn(*arrays)` once, here, for
     0-d, small or device arrays."""
     a = arrays[0]
     if a.ndim == 0 or a.size < MIN_ELEMENTS or not on_host(a):
