@@ -5,10 +5,14 @@
     python tests/benchmarks/run.py --threads 1 --clock cpu   # on a busy machine
     python tests/benchmarks/run.py --device cuda       # tinyunits on CuPy, PyTorch on CUDA
 
-What users get: each side runs in a process of its own, started with nothing set
-(no thread count, no allocator setting), so each library takes its own defaults:
-tinyunits and PyTorch both use the cores this process may use, and glibc's allocator
-is as the process starts on both sides (importing tinyunits tunes nothing). A step is forward + backward + optimiser step, float32
+What users get: each side runs in a process of its own, with no thread count set, so
+each library takes its own default: the cores this process may use. PyTorch's process
+is as it starts. Ours is set up as a training program sets itself up (`--process
+training`, the default; the lessons do the same, lessons/_lesson.py): OpenBLAS's idle
+threads sleep after 2^22 cycles (OPENBLAS_THREAD_TIMEOUT=22, before NumPy loads) and
+glibc keeps a step's freed memory (tinyunits.fast.steady_allocator()). Importing
+tinyunits tunes nothing, so a program that does not make these two settings runs as
+`--process bare` measures (tests/benchmarks/README.md has both). A step is forward + backward + optimiser step, float32
 (rows E1, E2: one epoch). The parent alternates the two processes: in each round
 each side runs back to back for about `--round-seconds` (who goes first alternates,
 with a short pause between them so that one library's idle threads have stopped
@@ -76,11 +80,15 @@ def parse_args(argv=None):
     p.add_argument("--malloc", choices=("default", "steady"), default="default",
                    help="steady: glibc keeps freed memory for reuse (opt-in; default: "
                         "glibc as it is)")
+    p.add_argument("--process", choices=("training", "bare"), default="training",
+                   help="our side's process: set up as a training program (the lessons' "
+                        "two settings; default) or bare (nothing set)")
     p.add_argument("--quick", action="store_true", help="5 short rounds per row")
     p.add_argument("--only", default="", help="comma-separated row ids, e.g. B1,B3,S, E")
     p.add_argument("--no-torch", action="store_true", help="leave the PyTorch column blank")
     p.add_argument("--worker", nargs=2, metavar=("ROW", "SIDE"), help=argparse.SUPPRESS)
     p.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--tuned", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.device == "cuda" and args.clock == "cpu":
         p.error("--device cuda times with the wall clock (GPU work is not CPU time)")
@@ -93,6 +101,16 @@ def settings_flags(args):
     """The opt-in flags a side's process is started with (the parent's own)."""
     flags = ["--clock", args.clock, "--malloc", args.malloc, "--device", args.device]
     return flags + (["--threads", str(args.threads)] if args.threads else [])
+
+
+def training_process(args, ours):
+    """(environment, extra flags) of a side's process: ours, with --process training,
+    as the lessons set up theirs (the thread timeout must be in place before NumPy loads
+    OpenBLAS; the allocator is set by the process itself, --tuned)."""
+    if not ours or args.process == "bare":
+        return None, []
+    return {**os.environ, "OPENBLAS_THREAD_TIMEOUT": os.environ.get(
+        "OPENBLAS_THREAD_TIMEOUT", "22")}, ["--tuned"]
 
 
 def set_threads(n):
@@ -300,9 +318,11 @@ class Side:
     """A side's process, asked for timings one request at a time."""
 
     def __init__(self, row_id, side, args):
+        env, tuned = training_process(args, side == "ours" or row_id in OURS_REFERENCE)
         self.proc = subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "--worker", row_id, side,
-             *settings_flags(args)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             *settings_flags(args), *tuned], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True, env=env)
         self.first = self._read()
 
     def _read(self):
@@ -416,8 +436,10 @@ def memory_child(clock):
 
 
 def run_memory_row(args):
-    cmd = [sys.executable, os.path.abspath(__file__), "--memory-child", *settings_flags(args)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    env, tuned = training_process(args, True)
+    cmd = [sys.executable, os.path.abspath(__file__), "--memory-child", *settings_flags(args),
+           *tuned]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     try:
         res = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
@@ -458,6 +480,9 @@ def print_header(args, torch_version):
           f"each side in a process of its own"
           + (f"; median of {args.repeat} runs" if args.repeat > 1 else ""))
     malloc = steady_malloc() if args.malloc == "steady" else "glibc malloc as it is"
+    malloc += ("; ours set up as a training program (--process training: "
+               "OPENBLAS_THREAD_TIMEOUT=22, fast.steady_allocator())"
+               if args.process == "training" else "; ours bare (--process bare)")
     peak = "" if args.device == "cuda" else "; peak MB = rise of peak RSS while training"
     print(f"# {malloc}{peak}; load average (1 min) at start: {_load()}")
     print()
@@ -497,6 +522,9 @@ def main(argv=None):
     if args.malloc == "steady" and (args.worker or args.memory_child):
         steady_malloc()
     sys.path[:0] = [HERE, ROOT]
+    if args.tuned:
+        import tinyunits
+        tinyunits.fast.steady_allocator()
     if args.memory_child:
         return memory_child(args.clock)
     if args.worker:
