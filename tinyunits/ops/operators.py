@@ -76,7 +76,7 @@ def _iter(self):
 
 def _contains(self, value):
     # as NumPy's `value in array`: without this, Python compares each row with `==`,
-    # which a Tensor does not define, so `1.0 in tensor([1.0])` was False
+    # which a Tensor refuses, or else `1.0 in tensor([1.0])` would be False
     value = value._data if isinstance(value, Tensor) else value
     return (self._data == value).any().item()
 
@@ -123,9 +123,10 @@ def _number(self, call):
 def _compare(op):
     """The comparison `op`, which a Tensor refuses (see below) unless Python may fall back."""
     def compare(self, other):
-        # Python's default == is identity: tensor([1.]) == tensor([1.]) was False, and
-        # np.mean(pred == y) a silent 0.0 (and < a bare "not supported"). NumPy and PyTorch
-        # compare elementwise; a comparison is not differentiable, so the arrays compare.
+        # Python's default == is identity: tensor([1.]) == tensor([1.]) would be False,
+        # and np.mean(pred == y) a silent 0.0 (and < a bare "not supported"). A comparison
+        # has no gradient, so rather than answer wrongly a Tensor refuses and names what
+        # to compare instead: its arrays, or its value.
         if other is None or not isinstance(other, (Tensor, int, float, complex, list, tuple)) \
                 and not hasattr(other, "__array_interface__") and not hasattr(other, "shape"):
             return NotImplemented  # t == None, t == "a": False, as for any object
