@@ -1,9 +1,11 @@
-"""The Module system (tinyunits/module.py), over every Module of nn: what a module
+"""The Module system (tinyunits/module.py): registration in order, shared parameters
+listed once, modes, state dicts and repr; over every Module of nn: what a module
 registers and what it refuses in its place (a tensor or None for a parameter, a list
 that would hide parameters, a non-array for a buffer), train/eval and astype, the changes
 a module makes that backward then refuses, and state_dict / load_state_dict (a dtype round
 trip keeps what float32 holds, a non-finite or misshapen entry is refused)."""
 import inspect
+import re
 
 import numpy as np
 import pytest
@@ -14,6 +16,61 @@ from layers_support import LAYERS
 from ops_support import sgd_step
 
 host = tu.backend.to_host
+
+
+# ------------------------------------------------------------- registration, modes, state
+def test_parameters_are_registered_in_order_and_counted():
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2, bias=False))
+    assert [n for n, _ in model.named_parameters()] == ["0.weight", "0.bias", "2.weight"]
+    assert model.num_parameters() == 4 * 3 + 3 + 3 * 2
+
+
+def test_shared_parameter_listed_once():
+    shared = nn.Linear(3, 3)
+    model = nn.Sequential(shared, nn.Tanh(), shared)
+    assert len(model.parameters()) == 2 and model.num_parameters() == 12
+
+
+def test_train_eval_reaches_every_submodule():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Dropout(0.5)))
+    model.eval()
+    assert all(not m.training for _, m in model.named_modules())
+    model.train()
+    assert all(m.training for _, m in model.named_modules())
+
+
+def test_forgetting_super_init_is_a_clear_error():
+    class Broken(nn.Module):
+        def __init__(self):
+            self.w = nn.Parameter(np.zeros(2))
+    with pytest.raises(RuntimeError, match=re.escape("call super().__init__()")):
+        Broken()
+
+
+def test_state_dict_round_trip_includes_buffers():
+    a, b = nn.BatchNorm1d(3), nn.BatchNorm1d(3)
+    a(tu.tensor(np.random.default_rng(0).normal(size=(8, 3))))
+    b.load_state_dict(a.state_dict())
+    assert set(a.state_dict()) == {"weight", "bias", "running_mean", "running_var"}
+    np.testing.assert_array_equal(tu.backend.to_host(b.running_mean), tu.backend.to_host(a.running_mean))
+
+
+def test_load_state_dict_names_missing_keys_and_wrong_shapes():
+    model = nn.Linear(3, 2)
+    with pytest.raises(KeyError, match="missing keys \\['bias'\\]"):
+        model.load_state_dict({"weight": np.zeros((2, 3))})
+    with pytest.raises(ValueError, match=r"weight has shape \(3, 3\).*\(2, 3\)"):
+        model.load_state_dict({"weight": np.zeros((3, 3)), "bias": np.zeros(2)})
+
+
+def test_astype_casts_parameters_and_buffers():
+    model = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)).astype("float64")
+    assert all(a.dtype == np.float64 for a in model.state_dict().values())
+
+
+def test_repr_is_nested_and_readable():
+    text = repr(nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU()))
+    assert "(0): Conv2d(1, 4, kernel_size=3, stride=1, padding=1)" in text and "(1): ReLU()" in text
 
 
 # -------------------------------------------------------------------------- every Module of nn

@@ -1,8 +1,7 @@
-"""Modules: registration, shared parameters, modes, state dicts, initialisers, input errors;
-every layer's constructor against bad arguments, every layer against a bad input, and
-every layer with all its parameters zero (finite outputs and gradients)."""
+"""The standard layers (tinyunits/nn/layers.py): input errors, every layer's constructor
+against bad arguments, every layer against a bad input, and every layer with all its
+parameters zero (finite outputs and gradients)."""
 import math
-import re
 
 import numpy as np
 import pytest
@@ -12,50 +11,6 @@ from tinyunits import nn
 from layers_support import LAYERS, assert_finite, forward_backward, put
 
 host = tu.backend.to_host
-
-
-def test_parameters_are_registered_in_order_and_counted():
-    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2, bias=False))
-    assert [n for n, _ in model.named_parameters()] == ["0.weight", "0.bias", "2.weight"]
-    assert model.num_parameters() == 4 * 3 + 3 + 3 * 2
-
-
-def test_shared_parameter_listed_once():
-    shared = nn.Linear(3, 3)
-    model = nn.Sequential(shared, nn.Tanh(), shared)
-    assert len(model.parameters()) == 2 and model.num_parameters() == 12
-
-
-def test_train_eval_reaches_every_submodule():
-    model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Dropout(0.5)))
-    model.eval()
-    assert all(not m.training for _, m in model.named_modules())
-    model.train()
-    assert all(m.training for _, m in model.named_modules())
-
-
-def test_forgetting_super_init_is_a_clear_error():
-    class Broken(nn.Module):
-        def __init__(self):
-            self.w = nn.Parameter(np.zeros(2))
-    with pytest.raises(RuntimeError, match=re.escape("call super().__init__()")):
-        Broken()
-
-
-def test_state_dict_round_trip_includes_buffers():
-    a, b = nn.BatchNorm1d(3), nn.BatchNorm1d(3)
-    a(tu.tensor(np.random.default_rng(0).normal(size=(8, 3))))
-    b.load_state_dict(a.state_dict())
-    assert set(a.state_dict()) == {"weight", "bias", "running_mean", "running_var"}
-    np.testing.assert_array_equal(tu.backend.to_host(b.running_mean), tu.backend.to_host(a.running_mean))
-
-
-def test_load_state_dict_names_missing_keys_and_wrong_shapes():
-    model = nn.Linear(3, 2)
-    with pytest.raises(KeyError, match="missing keys \\['bias'\\]"):
-        model.load_state_dict({"weight": np.zeros((2, 3))})
-    with pytest.raises(ValueError, match=r"weight has shape \(3, 3\).*\(2, 3\)"):
-        model.load_state_dict({"weight": np.zeros((3, 3)), "bias": np.zeros(2)})
 
 
 @pytest.mark.parametrize("layer,x,match", [
@@ -74,31 +29,6 @@ def test_wrong_dtype_and_non_tensor_inputs_are_type_errors():
         layer(tu.tensor(np.zeros((1, 3)), dtype="float64"))
     with pytest.raises(TypeError, match="expected a tinyunits Tensor"):
         layer(np.zeros((1, 3), dtype=np.float32))
-
-
-def test_initialisers_have_the_promised_statistics():
-    big = (400, 300)
-    assert np.std(nn.init.he_normal(big)) == pytest.approx(np.sqrt(2 / 300), rel=0.02)
-    assert np.abs(nn.init.he_uniform(big)).max() <= np.sqrt(6 / 300)
-    lecun = nn.init.lecun_uniform(big)
-    assert np.abs(lecun).max() <= np.sqrt(3 / 300)
-    assert np.var(lecun) == pytest.approx(1 / 300, rel=0.02)
-    assert np.abs(nn.init.xavier_uniform(big)).max() <= np.sqrt(6 / 700)
-    assert np.abs(nn.init.torch_default(big)).max() <= 1 / np.sqrt(300)
-    q = nn.init.orthogonal((30, 50))
-    np.testing.assert_allclose(q @ q.T, np.eye(30), atol=1e-10)
-    q = nn.init.orthogonal((50, 30))
-    np.testing.assert_allclose(q.T @ q, np.eye(30), atol=1e-10)
-
-
-def test_astype_casts_parameters_and_buffers():
-    model = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)).astype("float64")
-    assert all(a.dtype == np.float64 for a in model.state_dict().values())
-
-
-def test_repr_is_nested_and_readable():
-    text = repr(nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU()))
-    assert "(0): Conv2d(1, 4, kernel_size=3, stride=1, padding=1)" in text and "(1): ReLU()" in text
 
 
 # ------------------------------------------------------------------- bad constructor arguments
@@ -204,16 +134,6 @@ def test_bad_constructor_value_is_a_clear_error(cls, kwargs, words):
 def test_sequential_refuses_what_is_not_a_module():
     with pytest.raises(TypeError, match="Sequential: argument 1 must be a Module"):
         nn.Sequential(nn.ReLU(), lambda x: x)
-
-
-@pytest.mark.parametrize("name", sorted(nn.init.INITIALISERS))
-@pytest.mark.parametrize("shape, error", [((), TypeError), ([3, 2], TypeError),
-                                          ((0, 3), ValueError), ((3, 0), ValueError),
-                                          ((2, 2.0), TypeError)])
-def test_initialiser_shapes(name, shape, error):
-    nn.init.get(name)((3, 2))
-    with pytest.raises(error, match="nn.init: shape must be"):
-        nn.init.get(name)(shape)
 
 
 # ------------------------------------------------------------------------ bad input to a layer
