@@ -189,7 +189,8 @@ class _State:
     device_rng = numpy.random.default_rng(1)
 
 
-def _import_cupy():
+def import_cupy():
+    """CuPy itself, imported here only: a clear error where it is not installed."""
     try:
         import cupy
     except ImportError as err:  # pragma: no cover - no GPU here
@@ -202,7 +203,7 @@ def set_backend(name: str) -> None:
     """Make `name` ("numpy", "cupy" or "strict") the backend for new arrays."""
     if name not in _NAMES:
         raise ValueError(f"set_backend: expected one of {_NAMES}, got {name!r}")
-    _State.xp = {"numpy": numpy, "strict": strict}.get(name) or _import_cupy()
+    _State.xp = {"numpy": numpy, "strict": strict}.get(name) or import_cupy()
     _State.name = name
     manual_seed(0)
 
@@ -220,7 +221,7 @@ def get_array_module(x=None):
     if isinstance(x, StrictArray):
         return strict
     if type(x).__module__.startswith("cupy"):  # pragma: no cover - no GPU here
-        return _import_cupy()
+        return import_cupy()
     return _State.xp
 
 

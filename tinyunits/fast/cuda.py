@@ -25,8 +25,8 @@ def kernel(source: str, name: str, options: tuple):
 
 @functools.lru_cache(maxsize=None)
 def _module(source: str, options: tuple):
-    import cupy  # only reached with CuPy arrays in hand (on_gpu)
-    return cupy.RawModule(code=source, options=options)  # one compile for all its kernels
+    # only reached with CuPy arrays in hand (on_gpu); the backend is the one place that imports CuPy
+    return backend.import_cupy().RawModule(code=source, options=options)  # one compile, all kernels
 
 
 def block_elements() -> int:
