@@ -58,3 +58,19 @@ def test_the_copy_with_the_solutions_pasted_back_gets_full_marks(pasted):
     assert pathlib.Path(graded) == pasted / "tinyunits"
     assert {r.name: r.output for r in results if r.score < r.max_score} == {}
     assert sum(r.score for r in results) == TOTAL_POINTS == 40
+
+
+def test_a_stub_copy_given_the_teachers_drop_ins_still_scores_nothing_for_them(tmp_path):
+    """A student who copies the teacher's fast/dac.py (the drop-ins compute DAC's whole
+    backward) into a stub copy gains nothing: the grader sends the class that holds the
+    exercise's region (built with the drop-ins off), and the child builds exactly that
+    class, never a drop-in that replaces it. (Without fast.disabled() in the grader, the
+    copied drop-in scored: checked.)"""
+    copy = tmp_path / "stubs"
+    write_student_copy(ROOT, copy)
+    for name in ("dac.py", "dac_cuda.py", "dac_cuda.cu"):
+        (copy / "tinyunits" / "fast" / name).write_bytes((ROOT / "tinyunits" / "fast" / name)
+                                                         .read_bytes())
+    dac = ["dac_dW", "dac_dB", "dac_dx", "dac_conv"]
+    _, results = grade(copy, only=dac)
+    assert {r.name: r.score for r in results} == dict.fromkeys(dac, 0)
