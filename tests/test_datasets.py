@@ -15,6 +15,7 @@ import os
 import pickle
 import signal
 import socket
+import subprocess
 import sys
 import tarfile
 import threading
@@ -375,6 +376,23 @@ def test_fetch_refuses_checksum_mismatch_and_keeps_nothing(tmp_path, loopback_se
         datasets._fetch(base + "src.bin", dest, sha256(b"official"))
     assert base + "src.bin" in str(err.value) and sha256(b"tampered") in str(err.value)
     assert os.listdir(dest.parent) == []
+
+
+def test_processes_fetching_one_file_at_once_all_end_with_it_whole(tmp_path, loopback_server):
+    """Four processes (two lessons started together, say) fetch the same file into one
+    cache at once: each returns, the file is the verified one, no temporary is left."""
+    www, base = loopback_server
+    (www / "src.bin").write_bytes(os.urandom(2 ** 21))
+    dest = tmp_path / "out" / "file.bin"
+    code = (f"import datasets; datasets._fetch({base + 'src.bin'!r}, "
+            f"__import__('pathlib').Path({str(dest)!r}), {sha256((www / 'src.bin').read_bytes())!r})")
+    env = {**os.environ, "PYTHONPATH": str(Path(datasets.__file__).parent)}
+    runs = [subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE)
+            for _ in range(4)]
+    for run in runs:
+        assert run.wait(timeout=120) == 0, run.stderr.read().decode()
+    assert dest.read_bytes() == (www / "src.bin").read_bytes()
+    assert os.listdir(dest.parent) == ["file.bin"]
 
 
 def test_fetch_replaces_a_cached_file_that_fails_its_hash(tmp_path, loopback_server):
