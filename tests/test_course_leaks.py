@@ -189,6 +189,10 @@ def test_derivation_markers_are_checked():
            '    END DERIVATION hannet_dx\n"""\n'
     assert strip(text) == ('"""Head.\n\n    y = f(x)\n    (exercise hannet_dx: yours to work out; '
                            'see docs/papers/hannet.md, lessons/04_hannet.py)\n"""\n')
+    # In a lesson's prose the markers are comment lines, and so is the note.
+    prose = "# dL/dx is then\n# BEGIN DERIVATION hannet_dx\n# dL/dx = H g_z\n# END DERIVATION hannet_dx\n"
+    assert strip(prose) == ("# dL/dx is then\n# (exercise hannet_dx: yours to work out; "
+                            "see docs/papers/hannet.md, lessons/04_hannet.py)\n")
 
 
 # --------------------------------------------------------------------------- the site

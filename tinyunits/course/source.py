@@ -5,9 +5,10 @@ A region is the lines between `# BEGIN SOLUTION <name>` and `# END SOLUTION
 student knows where to write, and puts in between one line that raises
 NotImplementedError naming the exercise, its equation and its lesson.
 
-A derivation is the docstring form of a region: the lines between
-`BEGIN DERIVATION <name> [<name> ...]` and `END DERIVATION <same names>`, which
-state an exercise's gradient in the code's own names. The student copy replaces
+A derivation is the prose form of a region: the lines between
+`BEGIN DERIVATION <name> [<name> ...]` and `END DERIVATION <same names>`, in a
+docstring or in `# ` comment lines (a lesson's markdown), which state an
+exercise's gradient. The student copy replaces
 them, markers included, by one line that names the exercises and where to read
 about them (a docstring must stay text, so no raise).
 
@@ -29,8 +30,10 @@ from .exercises import BY_NAME
 
 BEGIN = re.compile(r"^(\s*)# BEGIN SOLUTION (\w+)\s*$")
 END = re.compile(r"^(\s*)# END SOLUTION (\w+)\s*$")
-BEGIN_DERIVATION = re.compile(r"^(\s*)BEGIN DERIVATION (\w+(?: \w+)*)\s*$")
-END_DERIVATION = re.compile(r"^(\s*)END DERIVATION (\w+(?: \w+)*)\s*$")
+# A derivation stands in a docstring or in comment lines (a lesson's prose): the
+# comment's "# " is kept as the indent, so the note stays a comment.
+BEGIN_DERIVATION = re.compile(r"^(\s*(?:# )?)BEGIN DERIVATION (\w+(?: \w+)*)\s*$")
+END_DERIVATION = re.compile(r"^(\s*(?:# )?)END DERIVATION (\w+(?: \w+)*)\s*$")
 HIDDEN_DIR = "course_hidden"
 # Never copied: environments, caches, outputs and the instructor's hidden checks.
 SKIP_DIRS = {".git", ".venv", "__pycache__", ".pytest_cache", "figures", "checkpoints",
