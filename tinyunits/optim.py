@@ -194,7 +194,15 @@ class SGD(Optimizer):
 
 
 class Adam(Optimizer):
-    """Adam (Kingma & Ba); weight_decay here is L2 added to the gradient."""
+    """Adam, Algorithm 1 of Kingma & Ba, as torch.optim.Adam computes it:
+
+        m = beta1 m + (1 - beta1) g,   v = beta2 v + (1 - beta2) g^2
+        p -= lr * m_hat / (sqrt(v_hat) + eps),   m_hat = m / (1 - beta1^t), v_hat = v / (1 - beta2^t)
+
+    eps is added after the bias correction: added to sqrt(v) before it (the paper's
+    "efficient" form), it would make steps up to 1 / sqrt(1 - beta2^t) times smaller
+    than PyTorch's when gradients are near eps. weight_decay here is L2 added to g.
+    """
 
     defaults = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
     decoupled = False
@@ -211,8 +219,11 @@ class Adam(Optimizer):
 
     def update(self, p, grad, group, state):
         b1, b2 = group["betas"]
-        if group["weight_decay"] and not self.decoupled:
-            grad = grad + group["weight_decay"] * p.data
+        lr, wd = group["lr"], group["weight_decay"]
+        if wd and self.decoupled:
+            p.data *= 1 - lr * wd  # AdamW: the weights decay, the gradient is left alone
+        elif wd:
+            grad = grad + wd * p.data
         if not state:
             xp = get_array_module(p.data)
             state.update(t=0, m=xp.zeros_like(p.data), v=xp.zeros_like(p.data))
@@ -222,16 +233,15 @@ class Adam(Optimizer):
         m += (1 - b1) * grad
         v *= b2
         v += (1 - b2) * grad * grad
-        step = group["lr"] * math.sqrt(1 - b2 ** t) / (1 - b1 ** t)
-        if group["weight_decay"] and self.decoupled:
-            p.data *= 1 - group["lr"] * group["weight_decay"]
-        # p -= step * (m / (sqrt(v) + eps))
-        self.descend(p.data, step, m / (get_array_module(v).sqrt(v) + group["eps"]))
+        m_hat = m / (1 - b1 ** t)
+        v_hat = v / (1 - b2 ** t)
+        self.descend(p.data, lr, m_hat / (get_array_module(v).sqrt(v_hat) + group["eps"]))
         p.mark_changed()
 
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay (Loshchilov & Hutter): p *= 1 - lr wd."""
+    """Adam with decoupled weight decay (Loshchilov & Hutter), as torch.optim.AdamW:
+    p *= 1 - lr wd before Adam's step, whose gradient carries no L2 term."""
 
     defaults = dict(Adam.defaults, weight_decay=0.01)
     decoupled = True
