@@ -5,7 +5,7 @@
 """
 from . import backend, validate
 from .backend import get_backend, set_backend
-from .tensor import (Tensor, get_default_dtype, is_grad_enabled, no_grad,
+from .tensor import (Tensor, as_tensor, get_default_dtype, is_grad_enabled, no_grad,
                      set_default_dtype, tensor)
 from .function import Function
 from . import ops
@@ -39,7 +39,7 @@ def manual_seed(seed: int) -> None:
     backend.manual_seed(validate.integer("manual_seed", "seed", seed, low=0))
 
 
-__all__ = ["Tensor", "Function", "tensor", "no_grad", "is_grad_enabled",
+__all__ = ["Tensor", "Function", "tensor", "as_tensor", "no_grad", "is_grad_enabled",
            "set_backend", "get_backend", "manual_seed", "set_default_dtype",
            "get_default_dtype", "ops", "backend", "nn", "optim", "fast", "train", "gradcheck",
            "set_num_threads", "get_num_threads",

@@ -5,11 +5,12 @@ A Function subclass writes two methods, as in Chainer:
     forward(*arrays)  -> array       computes the output, keeps what backward needs
     backward(g)       -> tuple       one gradient per input (None for "no gradient")
 
-Calling the Function on tensors runs forward and, when gradients are being
-recorded, links the output to this node and notes when (Tensor.backward refuses
-the node if an input or the output changed since). A gradient
-may be returned in the output's broadcast shape: Tensor.backward sums it down to
-the input's shape, and casts it to the input's dtype.
+Calling the Function on tensors runs forward and, when gradients are being recorded,
+links the output to this node and notes when (Tensor.backward refuses the node if an
+input or the output changed since). Called again while its graph lives (`sq(sq(x))`),
+the object runs on a copy of itself: each call is its own node. A gradient may be
+returned in the output's broadcast shape: Tensor.backward sums it down to the input's
+shape, and casts it to the input's dtype.
 
 Operands that are not Tensors (Python numbers, lists of numbers, arrays) become
 constants. Their dtype follows NumPy's promotion with one rule on top: a constant
@@ -22,12 +23,13 @@ naming the op.
 """
 from __future__ import annotations
 
+import copy
 import numbers
 
 from . import validate
 from . import backend
 from .backend import ensure_array
-from .tensor import Config, Tensor, Version
+from .tensor import Tensor, Version, grad_enabled
 
 
 class Replaceable:
@@ -48,6 +50,10 @@ class Function(Replaceable):
     def __call__(self, *inputs) -> Tensor:
         # This runs for every op of every step, so it is kept to plain loops: the
         # per-op overhead decides the speed of nets made of many small layers.
+        if self.inputs is not None:  # a node of a live graph already: a copy is the new node
+            node = copy.copy(self)
+            node.inputs = None
+            return node(*inputs)
         arrays, record = [], False
         for x in inputs:
             if not isinstance(x, Tensor):
@@ -62,7 +68,7 @@ class Function(Replaceable):
                 raise
             raise named from err
         version = inputs[0]._shared_version() if self.view else None
-        if record and Config.enable_grad:
+        if record and grad_enabled.get():
             self.inputs, self.stamp = inputs, Version.latest  # backward checks the stamp
             return Tensor(y, requires_grad=True, creator=self, version=version)
         return Tensor(y, version=version)

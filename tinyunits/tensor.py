@@ -22,49 +22,43 @@ gradient of values that were never computed.
 Tensors that share one array (a reshape, transpose or slice of another, detach())
 share one counter. A write into the elements (`t.data[0] = 5`) is not seen; see
 `Tensor.data`.
-
-A tensor may carry a name (`tu.tensor(..., name="a")`, or `t.name = "a"` later):
-only for people, in pictures of the graph (tinyunits.plot.graph); nothing computes
-with it.
 """
 from __future__ import annotations
 
 import contextlib
+import contextvars
 
 from . import validate
 from . import backend
 
-
-class Config:
-    """The engine's switches: is a graph recorded, and the dtype of new floats."""
-
-    enable_grad = True
-    default_dtype = "float32"
+# Is a graph being recorded? One answer per thread and per asyncio task, as PyTorch's
+# grad mode is per thread: a no_grad in one thread leaves another's training alone.
+grad_enabled = contextvars.ContextVar("grad_enabled", default=True)
+_default_dtype = "float32"  # of new floats (set_default_dtype): one for the process
 
 
 @contextlib.contextmanager
 def no_grad():
-    """Inside this block no graph is recorded (evaluation, optimiser steps)."""
-    old = Config.enable_grad
-    Config.enable_grad = False
+    """No graph is recorded in this block (evaluation, optimiser steps), by this thread or task."""
+    token = grad_enabled.set(False)
     try:
         yield
     finally:
-        Config.enable_grad = old
+        grad_enabled.reset(token)
 
 
 def is_grad_enabled() -> bool:
-    return Config.enable_grad
+    return grad_enabled.get()
 
 
 def set_default_dtype(name: str) -> None:
     """Floating dtype of new tensors and parameters: "float32" (default) or "float64"."""
-    validate.one_of("set_default_dtype", "name", name, ("float32", "float64"))
-    Config.default_dtype = name
+    global _default_dtype
+    _default_dtype = validate.one_of("set_default_dtype", "name", name, ("float32", "float64"))
 
 
 def get_default_dtype() -> str:
-    return Config.default_dtype
+    return _default_dtype
 
 
 def sum_to(g, shape):
@@ -116,7 +110,8 @@ class GradientShapeError(ValueError):
 
 
 class Tensor:
-    """An array with a gradient; operators build the graph as they compute."""
+    """An array with a gradient; operators build the graph as they compute. Tensor(array)
+    wraps a backend array as it is, shared and unchecked: tu.tensor copies, as_tensor shares."""
 
     # _data, not a plain `data`: the engine's hot path reads the slot, users the property
     __slots__ = ("_data", "_version", "grad", "creator", "requires_grad", "_retain", "name")
@@ -132,7 +127,7 @@ class Tensor:
         self.creator = creator
         self.requires_grad = requires_grad
         self._retain = False
-        self.name = None  # a label for pictures of the graph; set with tensor(..., name=)
+        self.name = None  # a label in pictures of the graph (tensor(..., name=)), never read
 
     @property
     def data(self):
@@ -143,10 +138,8 @@ class Tensor:
         instead of computing a gradient from the new ones. A write into the array's
         elements (`t.data[0] = 5`, `xp.clip(t.data, out=t.data)`) cannot be seen,
         as in PyTorch's `.data`: call `t.mark_changed()` after one, or run forward
-        again before backward. Arrays that back a tensor without being one (the
-        array given to tu.tensor, which is not copied when its dtype already fits)
-        are not watched either.
-        """
+        again before backward. Nor are writes through an array that a tensor shares
+        (given to tu.as_tensor or Tensor, which do not copy it)."""
         return self._data
 
     @data.setter
@@ -227,7 +220,7 @@ class Tensor:
                     t.grad = g.copy() if shared else g
                     handed.add(id(t.grad))
                 else:
-                    t.grad = t.grad + g
+                    t.grad = backend.ensure_array(t.grad + g)  # NumPy's 0-d sum is a scalar
             if fn is None:
                 continue
             if fn.inputs is None:
@@ -251,7 +244,7 @@ class Tensor:
                 if gx.dtype is not x._data.dtype:  # a float64 leaf beside float32 ops
                     gx = gx.astype(x._data.dtype, copy=False)
                 earlier = grads.get(id(x))
-                grads[id(x)] = gx if earlier is None else earlier + gx
+                grads[id(x)] = gx if earlier is None else backend.ensure_array(earlier + gx)
             if not retain_graph:
                 fn.release()
 
@@ -302,10 +295,9 @@ def _refuse_gradient(leaf: Tensor) -> None:
 def _topological_order(root: Tensor) -> list:
     """Tensors reachable from root, each after all its inputs.
 
-    An iterative depth-first search: a tensor is marked when it is expanded, not
-    when it is pushed, so that (as in the recursive version) its whole subgraph is
-    finished before anything that was waiting below it on the stack.
-    """
+    An iterative depth-first search: a tensor is marked when it is expanded, not when it
+    is pushed, so that (as in the recursive version) its whole subgraph is finished
+    before anything that was waiting below it on the stack."""
     order, expanded, stack = [], set(), [(root, False)]
     while stack:
         t, finished = stack.pop()
@@ -329,32 +321,42 @@ def _topological_order(root: Tensor) -> list:
 
 
 def tensor(data, requires_grad: bool = False, dtype=None, name=None) -> Tensor:
-    """A leaf tensor on the current backend. Floats default to the default dtype;
-    name labels it in pictures of the graph (tinyunits.plot.graph).
-
-    A Tensor's array is copied (as torch.tensor does): the new leaf shares nothing
-    with the graph it came from. An array already of the right dtype and backend is
-    used as it is, not copied.
-    """
+    """A new leaf tensor on the current backend holding a copy of data, as torch.tensor
+    does: a later change to data changes nothing here (tu.as_tensor shares instead).
+    Floats take the default dtype unless dtype says otherwise, a float64 NumPy array
+    too (torch.tensor keeps its float64). name labels it in pictures of the graph."""
     validate.flag("tensor", "requires_grad", requires_grad)
     if name is not None and not isinstance(name, str):
         validate.fail("tensor", "name", "a str or None", name, TypeError)
-    if isinstance(data, Tensor):
-        data = data._data.copy()
-    try:
-        array = backend.asarray(data, dtype=dtype)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"tensor: data must be numbers (a scalar, nested lists or an array) "
-                        f"with dtype a numeric type, got {type(data).__name__} and "
-                        f"dtype={dtype!r} ({err})") from err
-    if array.dtype.kind not in "biuf":
-        validate.fail("tensor", "data", "numeric", f"dtype {array.dtype}", TypeError)
+    array = _leaf_array("tensor", data, dtype, backend.get_array_module().array)
     if requires_grad and array.dtype.kind != "f":
         validate.fail("tensor", "data", "floating with requires_grad=True (only floats have "
                    "gradients)", f"dtype {array.dtype}", TypeError)
-    if dtype is None and array.dtype.kind == "f":
-        array = array.astype(Config.default_dtype, copy=False)
     t = Tensor(array, requires_grad=requires_grad)
     t.name = name
     return t
 
+
+def as_tensor(data, dtype=None) -> Tensor:
+    """A tensor sharing data's memory where it can, as torch.as_tensor: an array of the
+    backend already in the dtype wanted is used as it is, so later writes to it show
+    (unwatched: see Tensor.data); a Tensor is returned itself. Other data is converted as
+    tu.tensor converts it (a Tensor to another dtype: a copy out of the graph)."""
+    if isinstance(data, Tensor) and dtype in (None, data.dtype):
+        return data
+    return Tensor(_leaf_array("as_tensor", data, dtype, backend.asarray))
+
+
+def _leaf_array(where, data, dtype, convert):
+    """data (a Tensor's array as it is) converted to a numeric array of the backend."""
+    try:
+        array = convert(data._data if isinstance(data, Tensor) else data, dtype=dtype)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{where}: data must be numbers (a scalar, nested lists or an array) "
+                        f"with dtype a numeric type, got {type(data).__name__} and "
+                        f"dtype={dtype!r} ({err})") from err
+    if array.dtype.kind not in "biuf":
+        validate.fail(where, "data", "numeric", f"dtype {array.dtype}", TypeError)
+    if dtype is None and array.dtype.kind == "f":
+        array = array.astype(_default_dtype, copy=False)
+    return array

@@ -8,7 +8,7 @@ conversion answers as NumPy and PyTorch do, or refuses with an error that says w
 to write instead (Python's fallbacks would answer wrongly without a word).
 """
 from ..function import as_tensors
-from ..tensor import Config, Tensor
+from ..tensor import Tensor, is_grad_enabled
 from .arithmetic import Pow, add, div, mul, neg, pow, sub
 from .elementwise import abs, exp, log, relu, sigmoid, tanh
 from .matmul import matmul
@@ -27,7 +27,7 @@ def _in_place(symbol, method, op):
     node, as `t = t - o`. A parameter cannot be changed in place while its own graph
     is recorded, as in PyTorch. (Without these Python would rebind t to t - o.)"""
     def apply(self, o):
-        if Config.enable_grad and (self.requires_grad
+        if is_grad_enabled() and (self.requires_grad
                                    or (isinstance(o, Tensor) and o.requires_grad)):
             if self.requires_grad and self.creator is None:
                 raise RuntimeError(
