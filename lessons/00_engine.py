@@ -43,7 +43,9 @@ results = Results("expected", "holds")
 # A Function computes its output from arrays in `forward` and keeps what it will
 # need later. Its `backward` receives g = dL/dy, the gradient of some final loss L
 # with respect to its output, and returns one gradient per input by the chain
-# rule, as a tuple. For y = x^2, dy/dx = 2x, so dL/dx = 2 x g.
+# rule, as a tuple. For y = x^2, dy/dx = 2x, so dL/dx = 2 x g. One Function object
+# may be called many times (`sq(a)` then `sq(b)`, or `sq(sq(x))`): a call on an object
+# whose graph still lives runs on a copy of it, so each call is its own node.
 
 # %%
 class Square(tu.Function):

@@ -98,3 +98,69 @@ def test_every_op_on_integer_tensors_computes_what_it_does_on_their_float_values
         tu.manual_seed(0)  # dropout: the same mask
         outs.append(build(*[tu.tensor(v.astype(dtype), dtype=dtype) for v in values]))
     np.testing.assert_allclose(host(outs[0].data), host(outs[1].data), rtol=1e-12)
+
+
+# --------------------------------------------------------- one Function object, several calls
+class Square(tu.Function):
+    def forward(self, x):
+        self.x = x
+        return x * x
+
+    def backward(self, g):
+        return (2 * self.x * g,)
+
+
+def _leaf(values):
+    return tu.tensor(values, requires_grad=True, dtype="float64")
+
+
+def test_one_function_object_called_on_two_inputs_gives_each_its_own_gradient():
+    sq = Square()
+    a, b = _leaf([1.0, -2.0]), _leaf([5.0, 0.5])
+    ya, yb = sq(a), sq(b)  # yb's call ran while ya's graph lived: on a copy of sq
+    (ya * 3 + yb).sum().backward()  # dL/da = 3 * 2a, dL/db = 2b
+    np.testing.assert_array_equal(host(a.grad), [6.0, -12.0])  # was None: all went to b
+    np.testing.assert_array_equal(host(b.grad), [10.0, 1.0])
+    assert ya.creator is sq and yb.creator is not sq and type(yb.creator) is Square
+
+
+def test_one_function_object_nested_gives_the_chain_rules_gradient():
+    sq = Square()
+    x = _leaf([3.0, -0.5])
+    y = sq(sq(x))  # x^4; raised "already freed by an earlier backward" with no backward run
+    y.sum().backward()
+    np.testing.assert_array_equal(host(y.data), [81.0, 0.0625])
+    np.testing.assert_array_equal(host(x.grad), [4 * 27.0, 4 * -0.125])
+
+
+def test_each_call_of_one_object_backwards_alone_and_the_object_serves_again():
+    sq = Square()
+    a, b = _leaf([2.0]), _leaf([7.0])
+    ya, yb = sq(a), sq(b)
+    yb.backward()  # frees yb's node only: ya's still holds a
+    ya.backward()
+    assert (host(a.grad)[0], host(b.grad)[0]) == (4.0, 14.0)
+    c = _leaf([-3.0])
+    sq(c).backward()  # both graphs are gone: the object runs its forward itself again
+    assert host(c.grad)[0] == -6.0
+
+
+@pytest.mark.parametrize("make, grad", [
+    (lambda: tu.ops.elementwise.ReLU(), lambda v: (v > 0) * 1.0),  # a fast drop-in's object
+    (lambda: tu.ops.elementwise.LeakyReLU(0.25), lambda v: np.where(v > 0, 1.0, 0.25)),
+    (lambda: tu.ops.arithmetic.Mul(), None),
+])
+def test_a_library_function_object_called_twice_and_nested(make, grad):
+    fn = make()
+    va, vb = np.array([1.5, -2.0, 0.5]), np.array([-1.0, 3.0, 2.0])
+    a, b = _leaf(va), _leaf(vb)
+    if grad is None:  # Mul: ya = a*b, yb = b*b; L = sum(ya + yb)
+        (fn(a, b) + fn(b, b)).sum().backward()
+        np.testing.assert_allclose(host(a.grad), vb)
+        np.testing.assert_allclose(host(b.grad), va + 2 * vb)
+        return
+    (fn(a) * 2 + fn(fn(b))).sum().backward()
+    np.testing.assert_allclose(host(a.grad), 2 * grad(va))
+    inner = np.where(vb > 0, vb, 0.25 * vb) if isinstance(fn, tu.ops.elementwise.LeakyReLU) \
+        else np.maximum(vb, 0)
+    np.testing.assert_allclose(host(b.grad), grad(inner) * grad(vb))
