@@ -438,3 +438,80 @@ def test_backward_grad_from_host_list_is_moved_to_the_backend():
 def test_top_level_functions(call, error, words):
     with pytest.raises(error, match=words):
         call()
+
+
+# ------------------------------------------------ tu.tensor copies its data; tu.as_tensor shares
+@pytest.mark.parametrize("where", ["host", "device"])
+def test_tensor_copies_so_a_later_change_to_the_data_changes_nothing(where):
+    a = np.array([1.0, -2.0, 3.0], np.float32)
+    a = device(a) if where == "device" else a
+    w = tu.tensor(a, requires_grad=True)
+    y = (w * w).sum()
+    a *= 10  # shared, this changed w's values and the gradient that Mul saved
+    y.backward()
+    np.testing.assert_array_equal(host(w.data), [1.0, -2.0, 3.0])
+    np.testing.assert_array_equal(host(w.grad), [2.0, -4.0, 6.0])
+
+
+def test_as_tensor_shares_an_array_of_the_backend_in_its_dtype_and_converts_the_rest():
+    a = device(np.array([1.0, 2.0], np.float32))
+    shared = tu.as_tensor(a)
+    a *= 10
+    np.testing.assert_array_equal(host(shared.data), [10.0, 20.0])
+    wide = device(np.array([1.0, 2.0]))  # float64: the default dtype is a conversion
+    converted = tu.as_tensor(wide)
+    wide *= 10
+    assert converted.dtype == np.float32
+    np.testing.assert_array_equal(host(converted.data), [1.0, 2.0])
+    kept = tu.as_tensor(wide, dtype="float64")
+    wide += 1
+    np.testing.assert_array_equal(host(kept.data), [11.0, 21.0])
+    np.testing.assert_array_equal(host(tu.as_tensor([1, 2]).data), [1, 2])
+    x = tu.tensor([1.0], requires_grad=True)
+    assert tu.as_tensor(x) is x and tu.as_tensor(x, dtype="float32") is x
+    with pytest.raises(TypeError, match="as_tensor: data must be numeric"):
+        tu.as_tensor("abc")
+
+
+# -------------------------------------------- a 0-d parameter's gradient stays a 0-d array
+def _is_0d_array(g):
+    return tu.backend.is_array(g) and g.shape == () and not isinstance(g, np.generic)
+
+
+@pytest.mark.parametrize("path", ["used twice", "two backwards", "retained inner", "Parameter"])
+def test_a_0d_gradient_that_accumulates_stays_a_0d_array(path):
+    p = nn.Parameter(2.0) if path == "Parameter" else tu.tensor(2.0, requires_grad=True)
+    if path == "two backwards":
+        (p * 3).backward()
+        (p * 4).backward()
+        watched, want = p, 7.0
+    elif path == "retained inner":
+        q = p * 1.5
+        q.retain_grad()
+        (q * q + q).backward()  # d/dq = 2q + 1 = 7
+        watched, want = q, 7.0
+    else:
+        (p * p + p).backward()  # 2p + 1
+        watched, want = p, 5.0
+    assert _is_0d_array(watched.grad), type(watched.grad)  # was a NumPy float32 scalar
+    assert watched.grad.dtype == np.float32 and float(host(watched.grad)) == want
+
+
+def test_sgd_momentum_over_a_0d_parameter_used_twice_follows_the_formula():
+    p = nn.Parameter(2.0, dtype="float64")
+    opt = optim.SGD([p], lr=0.1, momentum=0.9)
+    value, velocity = 2.0, 0.0
+    for _ in range(3):
+        opt.zero_grad()
+        (p * p + p).backward()
+        velocity = 0.9 * velocity + (2 * value + 1)  # PyTorch's v = mu v + g; p -= lr v
+        value -= 0.1 * velocity
+        opt.step()
+    assert float(host(p.data)) == pytest.approx(value, rel=1e-12)  # momentum was lost
+
+
+def test_clip_grad_norm_clips_a_0d_parameter_used_twice():
+    p = tu.tensor(2.0, requires_grad=True)
+    (p * p + p).backward()
+    assert optim.clip_grad_norm([p], 1.0) == pytest.approx(5.0)
+    assert float(host(p.grad)) == pytest.approx(1.0, rel=1e-6)  # was left at 5
