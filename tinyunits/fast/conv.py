@@ -31,6 +31,7 @@ import contextlib
 
 from ..backend import get_array_module, host_module
 from ..ops import conv
+from ..ops.reduction import wide_sum
 from . import buffers, cuda, threads
 
 COLUMN_ELEMENTS = 2 ** 20  # columns per chunk of the batch: 4 MB of float32, cache-sized
@@ -252,7 +253,7 @@ class Conv2d(conv.Conv2d):
 
         def chunk(k, I, cols):
             if has_bias:
-                sums[k] = g[:, I].sum(axis=(1, 2, 3))
+                sums[k] = wide_sum(g[:, I], (1, 2, 3))  # float32 added in float64
             with plan.grad(g, I) as gI:
                 parts[k] = cols @ gI.T  # dW = g cols^T, as its transpose: the faster product
                 if gx is not None:

@@ -23,6 +23,7 @@ cache-sized chunks over the CPU threads, and a wider column layout for stride 1)
 from .. import validate
 from ..backend import get_array_module, sliding_window_view
 from ..function import Function
+from .reduction import wide_sum
 
 
 def conv_output_size(n: int, k: int, stride: int, padding: int) -> int:
@@ -96,7 +97,7 @@ class Conv2d(Function):
         g = g.transpose(1, 0, 2, 3)                                 # (out, B, Ho, Wo)
         g2 = g.reshape(W.shape[0], -1)                              # (out, B*Ho*Wo)
         gW = (g2 @ cols.T).reshape(W.shape)                         # dW = g cols^T
-        gb = g.sum(axis=(1, 2, 3)) if len(self.inputs) == 3 else None
+        gb = wide_sum(g, (1, 2, 3)) if len(self.inputs) == 3 else None  # adds in float64
         gx = None
         if self.needs_grad(0):
             dcols = W.reshape(W.shape[0], -1).T @ g2                # dcols = W^T g

@@ -11,6 +11,7 @@ from .. import backend
 from ..backend import get_array_module
 from ..function import Function
 from ..tensor import Tensor
+from .reduction import wide_mean, wide_sum
 
 
 class SoftmaxCrossEntropy(Function):
@@ -29,11 +30,11 @@ class SoftmaxCrossEntropy(Function):
         _check_labels(self.labels, z, self.high)
         shifted = z - z.max(axis=1, keepdims=True)  # stable: exp never overflows
         e = xp.exp(shifted)
-        s = e.sum(axis=1, keepdims=True)
+        s = wide_sum(e, 1, keepdims=True)  # float32 added up in float64 (ops/reduction.py)
         self.softmax = e / s
         n = z.shape[0]
         picked = shifted[xp.arange(n), self.labels]
-        return (xp.log(s[:, 0]) - picked).mean()
+        return wide_mean(xp.log(s[:, 0]) - picked)
 
     def backward(self, g):
         # BEGIN SOLUTION engine_softmax_ce
@@ -88,7 +89,7 @@ class MSE(Function):
             raise ValueError(f"mse_loss: pred {pred.shape} and target {target.shape} "
                              "differ (no silent broadcasting in a loss)")
         self.diff = pred - target
-        return (self.diff * self.diff).mean()
+        return wide_mean(self.diff * self.diff)
 
     def backward(self, g):
         gd = self.diff * (2 * g / self.diff.size)

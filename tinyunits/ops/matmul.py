@@ -1,5 +1,6 @@
 """Matrix products: batched matmul, and the fused affine map of a Linear layer."""
 from ..function import Function
+from .reduction import wide_sum
 
 
 def _swap(a):
@@ -44,7 +45,7 @@ class Linear(Function):
         g2 = g.reshape(-1, g.shape[-1])
         gx = g @ self.W if self.needs_grad(0) else None  # a network's input needs none
         gW = g2.T @ x2
-        return gx, gW, g2.sum(axis=0)
+        return gx, gW, wide_sum(g2, 0)  # float32 added up in float64 (ops/reduction.py)
 
 
 def matmul(a, b): return MatMul()(a, b)

