@@ -6,24 +6,21 @@
 # [docs/papers/focusing.md](../docs/papers/focusing.md). Code: tinyunits/units/focusing.py.
 #
 # A dense neuron weighs every input. A focusing neuron (eq. 5) multiplies each
-# weight by a focus coefficient that depends on *where* the input sits:
-#
-#     y_j = f( sum_i w_ji u_ji x_i + b_j ),   u_ji = sqrt(m) phi_ji / ||phi_j||
-#     phi_ji = exp(-(p_i - mu_j)^2 / (2 sigma_j^2)),   p_i = i / (m - 1)
-#
-# mu_j (where the neuron looks) and sigma_j (how widely) are trained by
-# backpropagation like the weights: eq. (8) gives d phi / d mu and d phi / d sigma,
-# and the L2 normaliser of eq. (7) adds a term of its own (docs/papers/focusing.md).
+# weight by a focus coefficient that depends on *where* the input sits: a Gaussian
+# bump over the input positions whose centre mu_j (where the neuron looks) and
+# width sigma_j (how widely) are trained by backpropagation like the weights.
 #
 # This lesson rebuilds, in order:
 #
-# 1. the focus function, its normalisation and the derivatives of eq. (8), plotted
-#    and checked against finite differences;
-# 2. learning to focus (Figure 2): four focusing neurons among noise columns;
-# 3. random trials (Figure 3): focused vs dense accuracy on random synthetic sets;
-# 4. Fashion-MNIST (Table 2): Dense vs Focus-s vs Focus-c vs Fixed-s;
-# 5. sparsity (Figure 9b): accuracy as out-of-focus weights are pruned;
-# 6. the training-time overhead of a focusing layer (section 4.7).
+# 1. the neuron's forward pass and its backward, derived to the gradients of mu
+#    and sigma (the paper's eq. 8 plus the term of its scaler, eq. 7), and checked
+#    against finite differences;
+# 2. one focusing neuron trained by a training loop written out;
+# 3. learning to focus (Figure 2): four focusing neurons among noise columns;
+# 4. random trials (Figure 3): focused vs dense accuracy on random synthetic sets;
+# 5. Fashion-MNIST (Table 2): Dense vs Focus-s vs Focus-c vs Fixed-s;
+# 6. sparsity (Figure 9b): accuracy as out-of-focus weights are pruned;
+# 7. the training-time overhead of a focusing layer (section 4.7).
 #
 # It ends with a "paper vs ours" table. `--quick` (default) runs in a few minutes
 # on 2 cores, `--tiny` in seconds (the test suite's smoke run), `--full`
@@ -48,7 +45,7 @@ S = focus_trials.SIZES[SIZE]  # this mode's sizes, one entry per section
 results = Results("paper", claims=focus_trials.PAPER, settings=S)  # the closing table
 
 
-# The training runs of sections 2-5 live in lessons/trials/focusing.py, the module
+# The training runs of sections 3-6 live in lessons/trials/focusing.py, the module
 # that --full's sweeps run on every worker: learning_to_focus, random_trial and
 # fashion_trial, with their helpers constrain_all (Algorithm 3's clip after every
 # step), lasagne_dense (the author's Lasagne DenseLayer: a given init, zero bias),
@@ -57,111 +54,134 @@ results = Results("paper", claims=focus_trials.PAPER, settings=S)  # the closing
 
 
 # %% [markdown]
-# ## 1. The focus function, its normalisation, and eq. (8)
+# ## 1. The focusing neuron, forward and backward
 #
-# phi is a Gaussian bump over the input positions. Its raw height is 1 whatever
-# sigma is, so a narrow focus would pass a much smaller signal than a wide one.
-# Eq. (7) rescales each neuron's row to the L2 norm of a dense neuron's
-# (all-ones) row, sqrt(m): u = sqrt(m) phi / ||phi||. A narrow focus becomes a
-# tall one; sigma -> infinity gives u -> 1, a dense neuron.
+# **Forward.** A focusing layer (the paper's Algorithm 1) has m inputs and n neurons;
+# a batch holds B rows, row r with inputs x_r1 .. x_rm. Neuron j has weights
+# w_j1 .. w_jm, a bias b_j, a centre mu_j (where it looks) and an aperture sigma_j
+# (how widely). Input i sits at position tau_i: eq. (6) writes i/m, Algorithm 2 says
+# the experiments used m evenly spaced points in [0, 1], which we use,
+# tau_i = (i - 1) / (m - 1) for i = 1 .. m. Then, for every neuron j and input i,
 #
-# Eq. (8) differentiates phi:
+#     phi_ji = exp(-(tau_i - mu_j)^2 / (2 sigma_j^2))    the Gaussian focus, eq. (6)
+#     s_j    = sqrt(m) / sqrt(sum_i phi_ji^2)            its scaler, eq. (7)
+#     u_ji   = s_j phi_ji                                the focus coefficient
+#     K_ji   = w_ji u_ji                                 the effective weight (K = Phi o W)
+#     net_rj = sum_i K_ji x_ri + b_j                     eq. (5), before the activation f
 #
-#     d phi_i / d mu    = phi_i (p_i - mu) / sigma^2
-#     d phi_i / d sigma = phi_i (p_i - mu)^2 / sigma^3
+# One name differs from the paper's: eq. (6) calls the coefficient *with* its scaler
+# phi (and Algorithm 1 calls the matrix of them Phi). We keep phi for the bare
+# Gaussian, because that is what eq. (8) differentiates, and call the scaled
+# coefficient u, as the code does (tinyunits/units/focusing.py). In our networks f
+# (BatchNorm, then ReLU) is a layer of its own, so the focusing layer outputs net.
 #
-# but the layer uses u, not phi. The quotient rule through ||phi|| gives, for a
-# scalar parameter theta of the neuron (mu or sigma) and phi' = d phi / d theta,
+# phi has height 1 whatever sigma is, so a narrow focus would pass a much smaller
+# signal than a wide one. The scaler gives every neuron sum_i u_ji^2 = m, the squared
+# norm of a dense neuron's all-ones row: a narrow focus becomes a tall one, and
+# sigma -> infinity gives u -> 1, a dense neuron.
 #
-#     d u / d theta = (sqrt(m) / ||phi||) (phi' - phi (phi . phi') / ||phi||^2)
+# **Backward.** The layers above send back delta_rj = dE/dnet_rj, for E the loss of
+# the batch (eq. 9's dE/da da/df, with f above us). Every row of the batch uses the
+# same K, so K's gradient sums over the rows:
 #
-# i.e. phi' with its component along phi removed: moving or widening the focus
-# cannot change the total norm of u. Backward (as in the author's code) is the
-# transpose of this: dL/dphi = (sqrt(m)/||phi||)(dL/du - phi (dL/du . phi)/||phi||^2),
-# then eq. (8) (the paper prints eq. (8) alone).
+#     dE/dK_ji = sum_r delta_rj x_ri
+#     dE/dw_ji = dE/dK_ji u_ji,   dE/db_j = sum_r delta_rj,   dE/dx_ri = sum_j delta_rj K_ji
 #
-# The layer's backward multiplies it out. Its forward forms the focused weights
-# K_i = w_i u_i (one row per neuron; section 5 prunes them) and y = x K^T + b, so
-# the loss reaches u only through K: dL/du_i = w_i dL/dK_i. Write, for one neuron,
+# mu_j and sigma_j reach E only through row j of u. For theta either one of them,
 #
-#     d_i = p_i - mu                 (where input i sits, seen from the focus)
-#     q_i = K_i dL/dK_i              (what growing connection i would do to the loss)
-#     Q   = sum_i q_i
-#     a_i = u_i^2 / m                (the share of the norm that input i holds; sum 1)
+#     dE/dtheta   = sum_i dE/dK_ji w_ji du_ji/dtheta
+#     du_ji/dtheta = s_j dphi_ji/dtheta + phi_ji ds_j/dtheta
 #
-# Then the two gradients, the normaliser's term included, are
+# The first term is the paper's eq. (8); with d_ji = tau_i - mu_j (where input i
+# sits, seen from the focus) it reads
 #
-#     dL/dmu    = sum_i (q_i - a_i Q) d_i   / sigma^2
-#     dL/dsigma = sum_i (q_i - a_i Q) d_i^2 / sigma^3
+#     dphi_ji/dmu_j    = phi_ji d_ji / sigma_j^2
+#     dphi_ji/dsigma_j = phi_ji d_ji^2 / sigma_j^3                          (8)
 #
-# so the focus slides toward the inputs that would help more than their share,
-# and widens when the helpful inputs lie far from mu.
-# Below: the closed forms against central differences of the layer's own u.
+# The second term is the scaler's, which the paper's chain rule (9) leaves out:
+# s_j = sqrt(m) (sum_k phi_jk^2)^(-1/2) moves with mu_j and sigma_j too, and
+#
+#     ds_j/dtheta = -(s_j^3 / m) sum_k phi_jk dphi_jk/dtheta
+#
+# Three names make the result short:
+#
+#     q_ji = K_ji dE/dK_ji     what growing connection i by a small factor does to E
+#     Q_j  = sum_i q_ji
+#     a_ji = u_ji^2 / m        the share of neuron j's norm that input i holds (sum 1)
+#
+# and c_ji = (dphi_ji/dtheta) / phi_ji, which eq. (8) gives: d_ji / sigma_j^2 for mu_j,
+# d_ji^2 / sigma_j^3 for sigma_j. Put the two terms of du/dtheta together (s_j phi_ji
+# is u_ji), then sum over i:
+#
+# BEGIN DERIVATION focusing_dmu focusing_dsigma
+#     du_ji/dtheta = u_ji (c_ji - sum_k a_jk c_jk)
+#     dE/dtheta = sum_i q_ji (c_ji - sum_k a_jk c_jk) = sum_i (q_ji - a_ji Q_j) c_ji
+#     dE/dmu_j    = sum_i (q_ji - a_ji Q_j) d_ji   / sigma_j^2
+#     dE/dsigma_j = sum_i (q_ji - a_ji Q_j) d_ji^2 / sigma_j^3
+# The scaler's term subtracts from each c_ji its a-weighted mean, so gradient descent
+# slides the focus toward the inputs where growing helps more than their share of the
+# norm (q_ji < a_ji Q_j), and widens it when those inputs lie far from mu_j.
+# END DERIVATION focusing_dmu focusing_dsigma
+#
+# A check on any answer: sum_i u_ji^2 = m for every mu_j and sigma_j, so
+# sum_i u_ji du_ji/dtheta = 0: moving or widening a focus cannot change its norm.
+# The figure below shows what that costs eq. (8) alone: du/dtheta by central
+# differences of the layer's own u (solid), against s dphi/dtheta, eq. (8) with the
+# scaler held fixed (dotted).
 
 # %%
 m = 40
-p = np.linspace(0, 1, m)
+tau = np.linspace(0, 1, m)
 
 
-def phi_ref(mu, sigma):
-    return np.exp(-(p - mu) ** 2 / (2 * sigma ** 2))
+def phi_of(mu, sigma):
+    return np.exp(-(tau - mu) ** 2 / (2 * sigma ** 2))
 
 
-def u_ref(mu, sigma):
-    phi = phi_ref(mu, sigma)
-    return np.sqrt(m) * phi / np.linalg.norm(phi)
-
-
-def du_closed_form(mu, sigma, which):
-    phi = phi_ref(mu, sigma)
-    dphi = phi * ((p - mu) / sigma ** 2 if which == "mu" else (p - mu) ** 2 / sigma ** 3)
-    norm = np.linalg.norm(phi)
-    return np.sqrt(m) / norm * (dphi - phi * (phi @ dphi) / norm ** 2), dphi
-
-
-def layer_u(mu, sigma):
-    """u as the library computes it (float64), for finite differences."""
+def u_of(mu, sigma):
+    """u as the library computes it (float64, for central differences)."""
     layer = nn.FocusingLinear(m, 1).astype("float64")
     layer.mu.data = backend.asarray([mu], dtype="float64")  # set in float64: eps is 1e-6
     layer.sigma.data = backend.asarray([sigma], dtype="float64")
     return host(layer.focus())[0]
 
 
-shapes = [(mu, sigma, phi_ref(mu, sigma), u_ref(mu, sigma))
+shapes = [(mu, sigma, phi_of(mu, sigma), u_of(mu, sigma))
           for mu, sigma in [(0.3, 0.05), (0.6, 0.15), (0.9, 0.4)]]
-worst, derivatives = 0.0, {}
-mu, sigma, eps = 0.45, 0.08, 1e-6
-for which in ("mu", "sigma"):
-    du, dphi = du_closed_form(mu, sigma, which)
-    if which == "mu":
-        numeric = (layer_u(mu + eps, sigma) - layer_u(mu - eps, sigma)) / (2 * eps)
-    else:
-        numeric = (layer_u(mu, sigma + eps) - layer_u(mu, sigma - eps)) / (2 * eps)
-    worst = max(worst, np.abs(du - numeric).max() / np.abs(du).max())
-    derivatives[which] = (dphi, du, numeric)
-figure(plots.focus_function(p, shapes, derivatives, mu, sigma), "focus_function.png")
+mu, sigma, eps = 0.95, 0.1, 1e-6
+phi, scaler = phi_of(mu, sigma), np.sqrt(m) / np.linalg.norm(phi_of(mu, sigma))
+derivatives = {  # eq. (8) times s (the scaler held fixed), and du/dtheta by differences
+    "mu": (scaler * phi * (tau - mu) / sigma ** 2, (u_of(mu + eps, sigma) - u_of(mu - eps, sigma)) / (2 * eps)),
+    "sigma": (scaler * phi * (tau - mu) ** 2 / sigma ** 3,
+              (u_of(mu, sigma + eps) - u_of(mu, sigma - eps)) / (2 * eps))}
+figure(plots.focus_function(tau, shapes, derivatives, mu, sigma), "focus_function.png")
+for which, (eq8, du) in derivatives.items():
+    print(f"d u / d {which} at mu={mu}, sigma={sigma}: eq. (8) alone misses by up to "
+          f"{np.abs(eq8 - du).max() / np.abs(du).max():.0%} of its peak; sum_i u_i du_i/d{which} "
+          f"= {u_of(mu, sigma) @ du:+.1e}")
 
 # %% [markdown]
-# Look at d u / d sigma (solid red): at the centre it is *negative*. Eq. (8)
-# alone (dotted) says widening the focus raises every coefficient; with the
-# norm held at sqrt(m), widening must lower the peak to lift the flanks. The
-# normaliser is not a detail: leave it out of the backward and the gradients of
-# mu and sigma are wrong by tens of percent (tinyunits/gradcheck/cases/focusing.py checks
-# narrow and edge foci, where it matters most).
+# Look at du/dsigma (solid red): at the centre it is *negative*. Eq. (8) alone
+# (dotted) says widening the focus raises every coefficient; with the norm held at
+# sqrt(m), widening must lower the peak to lift the flanks. For mu the scaler's term
+# vanishes while the whole bump lies inside [0, 1] (sliding it does not change its
+# norm) and grows as the focus nears an edge, as here. Leave the term out of the
+# backward and the gradients are wrong by shares like those printed above
+# (tinyunits/gradcheck/cases/focusing.py checks narrow and edge foci, where it
+# matters most).
 #
-# **Your turn** (before the next cell, which needs your code). Two exercises
-# ask for the gradients above, in `FocusingLinearFn.backward`
+# **Your turn** (before the next cell, which needs your code). The last step of the
+# derivation is two exercises, in `FocusingLinearFn.backward`
 # (tinyunits/units/focusing.py): `focusing_dmu` sets `gmu`, `focusing_dsigma` sets
-# `gsigma`, each one number per neuron. At the stub, for every neuron j (rows)
-# and input i (columns): `d[j, i]` = d_i, `u` = u, `s` = sigma, `m` = m,
-# `ud` = u * d, `Q[j]` = Q; and `q[j, i]` = q_i d_i: q **already includes d**,
-# so sum_i q_i d_i / sigma^2 is `q.sum(axis=1) / (s * s)`. `rowdot(a, b)` sums
-# a * b over each row. Grade them with
-# `python -m tinyunits.course grade --only focus_dmu focus_dsigma`; every later
+# `gsigma`, one number per neuron each. At the stub, arrays have a row per neuron j
+# and a column per input i: `d` is d_ji, `u` is u_ji, `ud` is u_ji d_ji, `s` is
+# sigma_j, `m` is m, `Q` is Q_j (one per row), and `q` is q_ji d_ji: the code has
+# already multiplied q by d. `rowdot(a, b)` sums a * b along each row. Grade them with
+# `python -m tinyunits.course grade --only focusing_dmu focusing_dsigma`; every later
 # section trains mu and sigma through them.
 #
-# The same derivatives, inside the layer's hand-written backward, against the
-# numerical gradients of every parameter (float64, every element):
+# Your backward against the numerical gradients of every parameter (float64, every
+# element), with foci at an edge (mu 0.97) and narrow (sigma 0.05):
 
 # %%
 tu.set_default_dtype("float64")
@@ -171,12 +191,58 @@ report = tu.gradcheck(check_layer, [np.random.default_rng(0).normal(size=(4, 12)
                       module=check_layer)
 tu.set_default_dtype("float32")
 print(report)
-results.add("eq. (8) + normaliser vs finite differences", f"max rel err: du {worst:.1e}, layer "
-            f"{max(r.max_rel for r in report.rows):.1e}", report.ok and worst < 1e-6,
-            rule="closed form within 1e-6 (relative) of the differences, and gradcheck passes")
+worst = max(r.max_rel for r in report.rows)
+results.add("backward (eq. 8 + the scaler's term) vs finite differences",
+            f"max rel err {worst:.1e} over {len(report.rows)} tensors", report.ok,
+            rule="gradcheck passes (every element within its tolerance)")
 
 # %% [markdown]
-# ## 2. Learning to focus (Figure 2)
+# ## 2. One focusing neuron, trained
+#
+# The training loop every later section runs, written out once. One focusing neuron
+# learns a linear target from 40 inputs of N(0, 1) noise: t = the sum of inputs 25-32
+# (positions 0.62-0.79) plus N(0, 1) noise, from 200 training rows. Its focus starts
+# at mu = 0.4, sigma = 0.08, off the informative inputs. SGD with momentum 0.9, batch
+# 20, lr 0.01 for the weights, 1e-4 for mu and 1e-5 for sigma (the paper's sigma rate
+# is a tenth of mu's); after every step, constrain() clips mu to [0, 1] and sigma to
+# [0.01, 1] (Algorithm 3). A dense neuron (nn.Linear) trains beside it on the same
+# batches, as the paper compares them: with 200 noisy rows for 40 weights it fits the
+# noise of inputs that do not matter, which the focus can leave out.
+
+# %%
+rng = np.random.default_rng(0)
+x = rng.normal(size=(1200, m)).astype(np.float32)
+target = x[:, 24:32].sum(axis=1, keepdims=True) + rng.normal(size=(1200, 1)).astype(np.float32)
+x_train, t_train, x_test, t_test = (tu.tensor(a) for a in (x[:200], target[:200], x[200:], target[200:]))
+tu.manual_seed(0)
+focused = nn.FocusingLinear(m, 1, mu_init=[0.4], sigma_init=0.08)
+neurons = {"focus": focused, "dense": nn.Linear(m, 1)}
+opts = {"focus": optim.SGD([{"params": focused.weight_parameters()},
+                            {"params": [focused.mu], "lr": 1e-4},
+                            {"params": [focused.sigma], "lr": 1e-5}], lr=0.01, momentum=0.9),
+        "dense": optim.SGD(neurons["dense"].parameters(), lr=0.01, momentum=0.9)}
+path = [focused.mu.item()]
+for epoch in range(30):
+    order = rng.permutation(200)
+    for start in range(0, 200, 20):
+        rows = order[start:start + 20]
+        for kind, neuron in neurons.items():
+            loss = nn.functional.mse_loss(neuron(x_train[rows]), t_train[rows])
+            opts[kind].zero_grad()
+            loss.backward()
+            opts[kind].step()
+        focused.constrain()
+    path.append(focused.mu.item())
+with tu.no_grad():
+    test_mse = {kind: nn.functional.mse_loss(n(x_test), t_test).item() for kind, n in neurons.items()}
+u = host(focused.focus())[0]
+print(f"mu by epoch: {' '.join(f'{v:.2f}' for v in path[::max(1, len(path) // 10)])} (informative "
+      f"inputs at {tau[24]:.2f}-{tau[31]:.2f}); sigma {focused.sigma.item():.3f}; share of u^2 on them "
+      f"{(u[24:32] ** 2).sum() / m:.2f}\ntest MSE (noise alone: 1): focus {test_mse['focus']:.2f}, "
+      f"dense {test_mse['dense']:.2f} (this run, one seed)")
+
+# %% [markdown]
+# ## 3. Learning to focus (Figure 2)
 #
 # A 2-class set of Gaussian blobs in 20 informative features, with 20 noise
 # columns added on the left (or 10 on each side), 70/30 split, standardised
@@ -236,13 +302,13 @@ figure(plots.learning_to_focus(ltf["both"][0], ltf["left"][0]), "learning_to_foc
 closing.learning_to_focus(results, ltf, SIZE)  # the store's rows too
 
 # %% [markdown]
-# ## 3. Random trials (Figure 3)
+# ## 4. Random trials (Figure 3)
 #
 # The paper drew 750 random synthetic sets and training settings (Table 1) and
 # trained matching focused and dense networks on each. At classroom scale we
 # draw fewer, from the parts of Table 1 that focus_blobs covers (always 2
 # classes of 2 clusters each): N in {200, 2000} training rows (--full adds 100
-# and 10000; as in section 2, N / 0.7 rows are drawn and 30 % held out for the
+# and 10000; as in section 3, N / 0.7 rows are drawn and 30 % held out for the
 # test), informative length nL in {4, 40} (--full adds 400), noise columns
 # nL * {0, 0.5, 1} on the left or sides, hidden neurons {4, 40} (--full adds
 # 100), batch N * {0.1, 0.05}, lr {0.01, 0.001}. Both nets: hidden -> BatchNorm
@@ -277,7 +343,7 @@ print(f"random trials: {len(trials)} draws (the paper: 750); clean-set gaps, foc
       "with (nL, hidden): " + ", ".join(f"{100 * g:+.1f} ({n}, {h})" for g, n, h in clean))
 
 # %% [markdown]
-# ## 4. Fashion-MNIST: Dense vs Focus-s vs Focus-c vs Fixed-s (Table 2)
+# ## 5. Fashion-MNIST: Dense vs Focus-s vs Focus-c vs Fixed-s (Table 2)
 #
 # Two hidden layers; in the focused nets both are focusing layers (author's code):
 # Dropout(0.2) -> H -> BatchNorm -> ReLU -> Dropout(0.25) -> H -> BatchNorm ->
@@ -295,7 +361,7 @@ print(f"random trials: {len(trials)} draws (the paper: 750); clean-set gaps, foc
 # 30000 images, H = 128, 20 epochs, 1 repeat, and tests on all 10000 test images.
 # The nets and the run are `fashion_net` and `fashion_trial` in
 # lessons/trials/focusing.py; the Focus-s runs are also pruned there after
-# training, for section 5. The paper's claim, a trained focused net above Dense,
+# training, for section 6. The paper's claim, a trained focused net above Dense,
 # is read as the lessons' other gains (`verdicts.gain`): the gap counts above 2
 # standard errors (over the repeats, or for one repeat, of two accuracies on the
 # test images), and one that does not is NO only where the paper's gap lies
@@ -321,13 +387,13 @@ sigma_mean = float(first["Focus-s"]["sigma"].mean())  # both focusing layers, al
 results.add("Fig. 7a: Focus-s sigma, mean after training", f"0.025 -> {sigma_mean:.3f} (Fashion)", None)
 
 # %% [markdown]
-# ## 5. Sparsity (Figure 9b)
+# ## 6. Sparsity (Figure 9b)
 #
 # After training, the focus is only needed to form the effective weights
 # K = w * u. Weights far from a neuron's focus (u below a threshold t) can be
 # dropped: `layer.prune(t)` zeroes them and returns the fraction removed.
 # `prune_curve` (lessons/trials/focusing.py, called by the Focus-s runs of
-# section 4 right after training) prunes both focusing layers of the trained
+# section 5 right after training) prunes both focusing layers of the trained
 # Focus-s net at thresholds in [0, 1.5] (the paper's range) and tests each pruned
 # net. Sparsity counts the zeroed weights of the two focusing layers over all
 # their weights. We read repeat 0's curve.
@@ -350,7 +416,7 @@ for t, (s, a) in zip(thresholds, sparsity_curve):
 closing.sparsity(results, sparsity_curve, dense_last)
 
 # %% [markdown]
-# ## 6. Training-time overhead (section 4.7)
+# ## 7. Training-time overhead (section 4.7)
 #
 # The focus adds O(out x in) work per step (the coefficients, their normaliser
 # and the backward of eq. 8) to the O(batch x out x in) matrix products, plus
@@ -403,7 +469,7 @@ closing.step_overhead(results, interleaved_times(steps, time_reps), time_batch)
 #   settings where Table 1 is silent; the verdicts read the store's 750 draws
 #   when it holds them. A few clean draws say little, and the smallest nets can
 #   swing their mean: with nL = 4 inputs a focus of sigma 0.15 over inputs 1/3
-#   apart sees mostly one of them (section 3 prints each clean draw's gap with
+#   apart sees mostly one of them (section 4 prints each clean draw's gap with
 #   its nL and hidden width).
 #   Scoring by the best test accuracy over the epochs, as the notebook does,
 #   flatters both nets alike.
@@ -411,7 +477,7 @@ closing.step_overhead(results, interleaved_times(steps, time_reps), time_batch)
 #   fewer epochs than the paper's 5 repeats of 200 epochs at H = 800. The paper
 #   notes that the dense net learns faster and that the focused nets win later,
 #   by overfitting less; a run whose nets are still improving at their last epoch
-#   (section 4 prints which nets were at their best in the last one) shows only
+#   (section 5 prints which nets were at their best in the last one) shows only
 #   the first half of that story. Run --full for the paper's setting.
 # - Sparsity: out-of-focus pruning is compared with the focused net's own
 #   accuracy and with the dense net's; the second can fail only because a

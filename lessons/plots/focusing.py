@@ -4,26 +4,25 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 
-def focus_function(p, shapes, derivatives, mu, sigma):
+def focus_function(tau, shapes, derivatives, mu, sigma):
     """Eqs. (6)-(8): shapes = [(mu, sigma, phi, u)] for the first two panels; derivatives =
-    {"mu" | "sigma": (d phi, d u closed form, d u central difference)} at (mu, sigma)."""
+    {"mu" | "sigma": (s d phi (eq. 8, the scaler s held fixed), d u by central differences)}
+    at (mu, sigma)."""
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
     for mu_k, sigma_k, phi, u in shapes:
-        axes[0].plot(p, phi, label=f"mu={mu_k}, sigma={sigma_k}")
-        axes[1].plot(p, u)
+        axes[0].plot(tau, phi, label=f"mu={mu_k}, sigma={sigma_k}")
+        axes[1].plot(tau, u)
     axes[0].set_title("phi (eq. 6): height 1 for every sigma")
-    axes[1].set_title("u = sqrt(m) phi / ||phi|| (eq. 7)")
+    axes[1].set_title("u = s phi, s = sqrt(m) / ||phi|| (eq. 7)")
     axes[1].axhline(1, color="k", lw=0.5, ls=":")
     axes[0].legend(fontsize=7)
-    for (which, (dphi, du, numeric)), color in zip(derivatives.items(), ("C0", "C3")):
-        axes[2].plot(p, dphi, color=color, ls=":", label=f"d phi/d {which} (eq. 8)")
-        axes[2].plot(p, du, color=color, label=f"d u/d {which} (with normaliser)")
-        axes[2].plot(p, numeric, "o", color=color, ms=3, mfc="none",
-                     label=f"central difference, {which}")
+    for (which, (eq8, du)), color in zip(derivatives.items(), ("C0", "C3")):
+        axes[2].plot(tau, eq8, color=color, ls=":", label=f"s d phi/d {which} (eq. 8, s held fixed)")
+        axes[2].plot(tau, du, color=color, label=f"d u/d {which} (central differences)")
     axes[2].set_title(f"derivatives at mu={mu}, sigma={sigma}")
     axes[2].legend(fontsize=6)
     for ax in axes:
-        ax.set_xlabel("input position p")
+        ax.set_xlabel("input position tau")
     return fig
 
 

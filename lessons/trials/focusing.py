@@ -65,8 +65,8 @@ _JAMMED = ("{measured}; the paper saw neurons 'jammed in noisy input regions' to
 SHORTER = ("the paper trains 60000 images, H = 800, 200 epochs, 5 repeats, and notes that the "
            "dense net learns faster and the focused nets win later, by overfitting less")
 PAPER = {
-    "eq. (8) + normaliser vs finite differences": (
-        "derived, not checked", "a bug: the closed form or the layer's backward is wrong"),
+    "backward (eq. 8 + the scaler's term) vs finite differences": (
+        "eq. (8) only", "a bug in the layer's backward (focusing_dmu, focusing_dsigma)"),
     "noise left: foci moved onto informative (seed 0)": ("most (Fig. 2b)", _JAMMED),
     "noise left: foci moved onto informative": ("most (Fig. 2b)", _JAMMED),
     "noise both: foci moved onto informative": ("most (Fig. 2a)", _JAMMED),
