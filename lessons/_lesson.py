@@ -1,13 +1,15 @@
 """What every lesson shares, so that a lesson's body is the idea, the code, the figure.
 
-    from _lesson import Results, figure, host, setup
+    from _lesson import Results, figure, host, setup, start
     args, SIZE = setup("03_tmaf", "Lesson 3: trainable matrix activations",
                        full="the paper's sample counts, more epochs")
     results = Results("paper")           # the closing "paper vs ours" table
+    args, SIZE, S, results = start("03_tmaf", "Lesson 3: ...", trials)  # the three in one call
     ...
     results.append((what, paper, ours, reproduced))
-    results.add(what, ours, reproduced, rule=...)  # with Results("paper", claims=PAPER)
-    results.show()
+    results.add(what, ours, reproduced, rule=..., evidence=verdicts.Evidence.of(values, "store"))
+    results.show()                       # the closing table, each rule once below it
+    with bookkeeping("rule"): print(...)  # text a lesson prints that is not the experiment
     runs = grid("tmaf-widths", tmaf.width_trial, [dict(width=w, seed=s) for ...])
     trials, runs = trial_grid(tmaf, "tmaf-widths")  # the same, from tmaf.grids(mode)
     held = stored(tmaf, "tmaf-widths", by, value, paper)  # the store's paper-scale rows
@@ -29,9 +31,17 @@ Importing this module also
   loads OpenBLAS; tinyunits' own threads otherwise wait for a core at every hand-off on
   a busy machine), and glibc keeps a step's freed memory for the next
   (tinyunits.fast.steady_allocator);
-- draws figures off-screen (Agg) unless a notebook kernel chose a backend.
+- draws figures off-screen (Agg) unless a notebook kernel chose a backend;
+- with TINYUNITS_LESSON_SHARES=<file.json> in the environment, counts the characters the
+  lesson prints to stdout by kind (KINDS; see bookkeeping()) and writes
+  {kind: characters} to that file at exit (tools/lesson_shares.py reads it). Without the
+  variable, stdout is left as it is.
 """
 import argparse
+import atexit
+import collections
+import contextlib
+import json
 import os
 import sys
 import time
@@ -41,6 +51,7 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "22")
 import tinyunits  # noqa: E402
+from lessons.verdicts import Evidence  # noqa: E402
 
 tinyunits.fast.steady_allocator()
 
@@ -48,6 +59,60 @@ MODES = ("tiny", "quick", "full")
 STORE = os.path.join(ROOT, "lessons", "results", "sweeps.sqlite")  # the --full sweeps' results
 START = time.perf_counter()
 OUT, MODE, ARGS = ".", "quick", None  # set by setup()
+# What a lesson prints is one of these: a verdict rule's text, rows read from STORE, the
+# closing table (what Results.show prints), or the experiment (everything else).
+KINDS = ("rule", "store", "closing", "experiment")
+SHARES = "TINYUNITS_LESSON_SHARES"
+
+
+class _CountingStdout:
+    """sys.stdout that counts the characters written through it (newlines included) under
+    the kind bookkeeping() has set, "experiment" outside any."""
+
+    def __init__(self, stream):
+        self.stream, self.lesson_kind = stream, "experiment"
+        self.lesson_counts = dict.fromkeys(KINDS, 0)
+
+    def write(self, text):
+        self.lesson_counts[self.lesson_kind] += len(text)
+        return self.stream.write(text)
+
+    def __getattr__(self, name):  # flush, fileno, encoding...: the real stream's
+        return getattr(self.stream, name)
+
+
+def _count_shares(path):
+    counting = _CountingStdout(sys.stdout)
+    sys.stdout = counting
+
+    def write():
+        with open(path, "w") as f:
+            json.dump(counting.lesson_counts, f)
+    atexit.register(write)
+
+
+# The kind lives on the stream, not in this module: a test or tool may import this file both
+# as _lesson and as lessons._lesson, and both must count into the one stdout.
+if os.environ.get(SHARES) and not hasattr(sys.stdout, "lesson_kind"):
+    _count_shares(os.environ[SHARES])
+
+
+@contextlib.contextmanager
+def bookkeeping(kind: str):
+    """Count what is printed inside as `kind` (one of KINDS) when TINYUNITS_LESSON_SHARES
+    is set; else do nothing. The helpers here use it for the rule, store and closing
+    text they print; a lesson that prints such text itself wraps it too."""
+    if kind not in KINDS:
+        raise ValueError(f"bookkeeping: kind must be one of {KINDS}, got {kind!r}")
+    stream = sys.stdout
+    if not hasattr(stream, "lesson_kind"):
+        yield
+        return
+    before, stream.lesson_kind = stream.lesson_kind, kind
+    try:
+        yield
+    finally:
+        stream.lesson_kind = before
 
 
 def setup(name: str, description: str, full: str = "the paper's settings"):
@@ -68,6 +133,22 @@ def setup(name: str, description: str, full: str = "the paper's settings"):
     global OUT, MODE, ARGS
     OUT, MODE, ARGS = args.out, size, args
     return args, size
+
+
+Lesson = collections.namedtuple("Lesson", "args mode sizes results")
+
+
+def start(name: str, description: str, trials=None, full: str = "the paper's settings",
+          reference: str = "paper", verdict: str = "reproduced") -> Lesson:
+    """A lesson's set-up in one call: setup(), this mode's sizes (trials.SIZES[mode]) and
+    the closing table (Results with trials.PAPER as its claims and the sizes as the
+    settings its reasons cite). trials: the lesson's module in lessons/trials/ (None: no
+    sizes, no claims). -> Lesson(args, mode, sizes, results)."""
+    args, mode = setup(name, description, full)
+    sizes = trials.SIZES[mode] if hasattr(trials, "SIZES") else None
+    results = Results(reference, verdict, claims=getattr(trials, "PAPER", None),
+                      settings=sizes if isinstance(sizes, dict) else None)
+    return Lesson(args, mode, sizes, results)
 
 
 def grid(name: str, fn, trials: list) -> list:
@@ -105,13 +186,15 @@ def paper_sweep(module):
     from tinyunits import sweep
     if MODE != "full":
         if os.path.exists(STORE):
-            print(f"From the store of --full runs ({os.path.relpath(STORE, ROOT)}):")
-            print(module.table(STORE))
+            with bookkeeping("store"):
+                print(f"From the store of --full runs ({os.path.relpath(STORE, ROOT)}):")
+                print(module.table(STORE))
         return None
     settings = module.paper_trials()
     outcomes = sweep.run(module.SWEEP, module.TRIAL, settings, store=STORE,
                          workers=ARGS.workers, scheduler=ARGS.scheduler)
-    print(module.table(STORE))
+    with bookkeeping("store"):
+        print(module.table(STORE))
     return settings, outcomes
 
 
@@ -130,9 +213,10 @@ def stored(module, name, by, value, paper=None, fmt="{:.3f}", what=""):
     verdict should read before this run's one draw; a partial group is not among them)."""
     rows, trials = _rows(module, name)
     lines, whole = store_table(rows, trials, by, value, paper or {}, fmt)
-    print(f"Paper-scale rows of {name!r} in {os.path.relpath(STORE, ROOT)} (--full's trials)"
-          + (f": {what}" if what else ""))
-    print("\n".join(lines))
+    with bookkeeping("store"):
+        print(f"Paper-scale rows of {name!r} (the store's --full trials)"
+              + (f": {what}" if what else ""))
+        print("\n".join(lines))
     return whole
 
 
@@ -282,19 +366,25 @@ class Results(list):
 
     claims, {what: (reference, why)}, keeps a lesson's paper numbers and its reasons as
     data beside its trials ({names} in a why are filled from the run's settings);
-    add(what, ours, holds) then appends that row, next to the computation it summarises."""
+    add(what, ours, holds) then appends that row, next to the computation it summarises.
+    evidence: {what: the Evidence (or text) each add() printed}."""
 
     def __init__(self, reference: str = "paper", verdict: str = "reproduced", claims=None,
                  settings=None):
         super().__init__()
         self.reference, self.verdict = reference, verdict
         self.claims, self.settings = claims or {}, settings or {}
+        self.evidence = {}
 
-    def add(self, what: str, ours, holds, rule: str = None, **measured) -> None:
-        """Append the row of claims[what] and print it, so that a notebook shows each
-        comparison in the cell that makes it. rule: the verdict's rule in words (its
-        thresholds, and which evidence it read), printed with the verdict; measured:
-        numbers the claim's reason cites ({names} in it, beside the run's settings)."""
+    def add(self, what: str, ours, holds, rule: str = None, *, evidence=None, n=None,
+            mean=None, se=None, spread=None, source=None, **measured) -> None:
+        """Append the row of claims[what] and print its one verdict line, so that a notebook
+        shows each comparison in the cell that makes it: the claim, ours with the evidence
+        the verdict read, the reference, the verdict. rule: the verdict's rule in words (its
+        thresholds, and which evidence it read), printed once by show() under the table, not
+        here. evidence: a verdicts.Evidence (or its text); or give its fields n, mean, se
+        and/or spread, source ("store" or "this run") instead. measured: numbers the claim's
+        reason cites ({names} in it, beside the run's settings)."""
         if what not in self.claims:
             raise KeyError(f"Results.add: no claim {what!r}; the claims are {list(self.claims)}")
         reference, why = self.claims[what]
@@ -302,26 +392,45 @@ class Results(list):
             raise ValueError(f"Results.add: the claim {what!r} gives a verdict, so its reason "
                              "in claims must say what the run measured ({measured}), 'not "
                              "measured: ...' or 'a bug: ...'; it has none")
+        fields = dict(n=n, mean=mean, se=se, spread=spread, source=source)
+        if any(v is not None for v in fields.values()):
+            if evidence is not None:
+                raise TypeError(f"Results.add: {what!r}: give evidence= or its fields "
+                                f"(n, mean, se, spread, source), not both")
+            evidence = Evidence(**fields)
         self.append((what, reference, ours, holds, why.format(**self.settings, **measured), rule))
-        ruled = f" (rule: {rule})" if rule else ""
-        print(f"{what}: ours {ours}, {self.reference} {reference} -> {_mark(holds)}{ruled}")
+        seen = f" ({evidence})" if evidence is not None else ""
+        if evidence is not None:
+            self.evidence[what] = evidence
+        print(f"{what}: ours {ours}{seen}, {self.reference} {reference} -> {_mark(holds)}")
 
     def show(self) -> None:
-        head = ("result", self.reference, "ours")
-        rows = [(str(a), str(b), str(c)) for a, b, c, *_ in self]
-        widths = [max(len(r[i]) for r in rows + [head]) + 2 for i in range(3)]
-        line = lambda r: "".join(f"{v:<{w}}" for v, w in zip(r, widths))  # noqa: E731
-        print("\n" + line(head) + self.verdict)
-        for row, (_, _, _, ok, *_) in zip(rows, self):
-            print(line(row) + _mark(ok))
-        for what, _, _, ok, *why in self:
-            if why and why[0] and _mark(ok) not in ("yes", "-"):
-                rule = f" (rule: {why[1]})" if len(why) > 1 and why[1] else ""
-                print(f"{'not reproduced' if _mark(ok) == 'NO' else _mark(ok)}: {what}: "
-                      f"{why[0]}{rule}")
-        if MODE == "tiny":
-            print("(--tiny trains for seconds: its numbers are a smoke test, not results)")
-        print(f"mode {MODE}; wall time {elapsed():.0f} s; figures in {OUT}")
+        """The closing table; below it each distinct rule once, numbered as the table's rule
+        column cites it; then the reasons of the rows that do not (fully) hold."""
+        rules = list(dict.fromkeys(row[5] for row in self if len(row) > 5 and row[5]))
+        number = {rule: str(i) for i, rule in enumerate(rules, 1)}
+        head = ("result", self.reference, "ours", self.verdict) + (("rule",) if rules else ())
+        rows = [(str(a), str(b), str(c), _mark(ok)) + ((number.get(why[1], "") if len(why) > 1
+                                                        else "",) if rules else ())
+                for a, b, c, ok, *why in self]
+        widths = [max(len(r[i]) for r in rows + [head]) + 2 for i in range(len(head))]
+        line = lambda r: "".join(f"{v:<{w}}" for v, w in zip(r, widths)).rstrip()  # noqa: E731
+        with bookkeeping("closing"):
+            print("\n" + line(head))
+            for cells in rows:
+                print(line(cells))
+        with bookkeeping("rule"):
+            for rule in rules:
+                print(f"rule {number[rule]}: {rule}")
+        with bookkeeping("closing"):
+            for what, _, _, ok, *why in self:
+                if why and why[0] and _mark(ok) not in ("yes", "-"):
+                    cited = f" (rule {number[why[1]]})" if len(why) > 1 and why[1] else ""
+                    print(f"{'not reproduced' if _mark(ok) == 'NO' else _mark(ok)}: {what}: "
+                          f"{why[0]}{cited}")
+            if MODE == "tiny":
+                print("(--tiny trains for seconds: its numbers are a smoke test, not results)")
+            print(f"mode {MODE}; wall time {elapsed():.0f} s; figures in {OUT}")
 
 
 def _mark(ok) -> str:

@@ -8,6 +8,8 @@ inputs. Where a lesson prints both its own quick run and the store's paper-scale
 (lessons/results/sweeps.sqlite), the verdict reads the store's rows: evidence() picks.
 """
 import math
+import numbers
+from dataclasses import dataclass
 
 MOST = 0.5  # "most" of a count: more than this share of it
 # A difference (a gain, a gap, a log-MSE) counts only where it is larger than its noise
@@ -25,6 +27,47 @@ def evidence(stored, quick):
     when it holds every one of its rows from the current code (stored is not None),
     else this run's. -> (value, "store" or "this run")."""
     return (stored, "store") if stored is not None else (quick, "this run")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a verdict read, as its one line prints it: n values, their mean, the spread
+    (std over the n) and/or the standard error its rule uses, and their source ("store" or
+    "this run", with any detail: "store, 5 seeds"). Evidence.of(values, source) measures
+    all of them from the values; a rule that counts against another standard error (of a
+    difference, of a proportion) gives its own: Evidence(n, gap, source, se=se)."""
+    n: int
+    mean: float
+    source: str
+    se: float = None
+    spread: float = None
+    fmt: str = "{:.3g}"
+
+    def __post_init__(self):
+        if not isinstance(self.n, numbers.Integral) or self.n < 1 or self.mean is None or not self.source:
+            raise ValueError(f"Evidence: needs n (a count >= 1), a mean and a source, got "
+                             f"n={self.n!r}, mean={self.mean!r}, source={self.source!r}")
+
+    @classmethod
+    def of(cls, values, source: str, fmt: str = "{:.3g}") -> "Evidence":
+        """n, mean, std (n - 1) and standard error of the mean (std / sqrt(n)) of values;
+        one value has neither spread nor standard error (None, not 0)."""
+        values = [float(v) for v in values]
+        n = len(values)
+        if n == 0:
+            raise ValueError(f"Evidence.of: no values to measure (source {source!r})")
+        mean = sum(values) / n
+        std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else None
+        return cls(n, mean, source, std / math.sqrt(n) if n > 1 else None, std, fmt)
+
+    def __str__(self):
+        f = self.fmt.format
+        parts = [f"n={self.n}", f"mean {f(self.mean)}"]
+        parts += [f"std {f(self.spread)}"] if self.spread is not None else []
+        parts += [f"se {f(self.se)}"] if self.se is not None else []
+        if self.spread is None and self.se is None:
+            parts.append("no spread" + (" (one run)" if self.n == 1 else ""))
+        return ", ".join(parts) + f"; {self.source}"
 
 
 def counts(groups, labels):

@@ -59,12 +59,27 @@ def test_02_two_argument_prints_the_sessions_sweep_once(tiny):
 def test_every_reason_under_a_lessons_table_cites_a_number_and_its_rule(lesson, tiny):
     run, _ = tiny(lesson)
     assert run.returncode == 0, run.stderr[-3000:]
+    rules = set(re.findall(r"^rule (\d+): ", run.stdout, re.MULTILINE))
     for line in run.stdout.splitlines():
         if line.startswith(("not reproduced: ", "partly: ")):
-            reason, rule = line.rsplit(" (rule: ", 1) if " (rule: " in line else (line, None)
-            assert rule, f"{lesson.name}: a verdict without its rule: {line}"
+            cited = re.search(r" \(rule (\d+)\)$", line)
+            assert cited and cited.group(1) in rules, f"{lesson.name}: a verdict without its rule: {line}"
+            reason = line[:cited.start()]
             assert re.search(r"\d", reason.split(": ", 2)[-1]) or "not measured" in reason, (
                 f"{lesson.name}: a reason without a measured number: {line}")
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
+def test_a_lesson_prints_its_closing_table_once_and_each_rule_once(lesson, tiny):
+    run, _ = tiny(lesson)
+    assert run.returncode == 0, run.stderr[-3000:]
+    heads = re.findall(r"^result  .*", run.stdout, re.MULTILINE)
+    assert len(heads) == 1, f"{lesson.name} printed {len(heads)} closing tables"
+    rules = re.findall(r"^rule \d+: (.*)$", run.stdout, re.MULTILINE)
+    assert len(set(rules)) == len(rules), f"{lesson.name} lists a rule twice: {rules}"
+    elsewhere = re.sub(r"^rule \d+: .*$", "", run.stdout, flags=re.MULTILINE)
+    for rule in rules:  # (a rule may be part of a longer one: only the list is exempt)
+        assert rule not in elsewhere, f"{lesson.name} prints the rule {rule!r} again"
 
 
 def _engine(tmp_path, **env):

@@ -204,15 +204,43 @@ def test_stored_rows_without_a_store_say_nothing_is_run(tmp_path, monkeypatch, c
     assert capsys.readouterr().out.splitlines()[-2].endswith("not run yet (0 of 2 trials)")
 
 
-def test_a_rows_reason_cites_what_was_measured_and_its_rule_is_printed(capsys):
-    results = _lesson.Results("paper", claims={"gap": ("+6.0", "{measured}; run of {epochs}")},
+def test_a_rows_reason_cites_what_was_measured_and_its_rule_is_printed_once(capsys):
+    results = _lesson.Results("paper", claims={"gap": ("+6.0", "{measured}; run of {epochs}"),
+                                               "more": ("+1", "{measured}")},
                               settings=dict(epochs=3))
-    results.add("gap", "+0.40", "NO", rule="above 2 standard errors", measured="0.9 se")
-    assert capsys.readouterr().out.strip() == "gap: ours +0.40, paper +6.0 -> NO (rule: above 2 " \
-                                              "standard errors)"
+    results.add("gap", "+0.40", "NO", rule="above 2 standard errors", measured="0.9 se",
+                n=5, mean=0.4, se=0.44, source="store")
+    assert capsys.readouterr().out.strip() == \
+        "gap: ours +0.40 (n=5, mean 0.4, se 0.44; store), paper +6.0 -> NO"  # no rule here
+    results.add("more", "+1.1", "partly", rule="above 2 standard errors", measured="2.2 se",
+                evidence=verdicts.Evidence.of([1.0, 1.2], "this run"))
+    assert "(n=2, mean 1.1, std 0.141, se 0.1; this run)" in capsys.readouterr().out
     results.show()
-    assert "not reproduced: gap: 0.9 se; run of 3 (rule: above 2 standard errors)" in \
-        capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.count("above 2 standard errors") == 1  # the two rows share one rule
+    assert "rule 1: above 2 standard errors" in out
+    assert "not reproduced: gap: 0.9 se; run of 3 (rule 1)" in out
+    assert "partly: more: 2.2 se (rule 1)" in out
+    table = out.split("\n")[1:4]
+    assert table[0].split() == ["result", "paper", "ours", "reproduced", "rule"]
+    assert table[1].split() == ["gap", "+6.0", "+0.40", "NO", "1"]
+
+
+def test_evidence_measures_mean_spread_and_standard_error_and_refuses_nothing():
+    assert str(verdicts.Evidence.of([2.0], "this run")) == \
+        "n=1, mean 2, no spread (one run); this run"  # one run: no spread, not a spread of 0
+    e = verdicts.Evidence.of([1.0, 2.0, 3.0, 6.0], "store")
+    assert (e.n, e.mean, e.spread) == (4, 3.0, pytest.approx(math.sqrt(14 / 3)))
+    assert e.se == pytest.approx(math.sqrt(14 / 3) / 2)
+    with pytest.raises(ValueError, match="Evidence.of: no values"):
+        verdicts.Evidence.of([], "store")
+    with pytest.raises(ValueError, match="Evidence: needs n"):
+        verdicts.Evidence(0, 1.0, "store")
+    results = _lesson.Results("paper", claims={"gap": ("+6.0", "why")})
+    with pytest.raises(ValueError, match="source=None"):  # fields without where they come from
+        results.add("gap", "+1", True, n=3, mean=1.0, se=0.1)
+    with pytest.raises(TypeError, match="not both"):
+        results.add("gap", "+1", True, n=3, mean=1.0, source="store", evidence="n=3")
 
 
 def test_counts_read_the_store_only_when_it_holds_every_label_alike():
