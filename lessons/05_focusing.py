@@ -149,10 +149,12 @@ def u_of(mu, sigma):
 shapes = [(mu, sigma, phi_of(mu, sigma), u_of(mu, sigma))
           for mu, sigma in [(0.3, 0.05), (0.6, 0.15), (0.9, 0.4)]]
 mu, sigma, eps = 0.95, 0.1, 1e-6
-phi, scaler = phi_of(mu, sigma), np.sqrt(m) / np.linalg.norm(phi_of(mu, sigma))
-derivatives = {  # eq. (8) times s (the scaler held fixed), and du/dtheta by differences
-    "mu": (scaler * phi * (tau - mu) / sigma ** 2, (u_of(mu + eps, sigma) - u_of(mu - eps, sigma)) / (2 * eps)),
-    "sigma": (scaler * phi * (tau - mu) ** 2 / sigma ** 3,
+phi, d = phi_of(mu, sigma), tau - mu
+scaler = np.sqrt(m) / np.linalg.norm(phi)
+derivatives = {  # eq. (8) times s (the scaler held fixed), and du/dtheta by central differences
+    "mu": (scaler * phi * d / sigma ** 2,
+           (u_of(mu + eps, sigma) - u_of(mu - eps, sigma)) / (2 * eps)),
+    "sigma": (scaler * phi * d ** 2 / sigma ** 3,
               (u_of(mu, sigma + eps) - u_of(mu, sigma - eps)) / (2 * eps))}
 figure(plots.focus_function(tau, shapes, derivatives, mu, sigma), "focus_function.png")
 for which, (eq8, du) in derivatives.items():
@@ -213,7 +215,8 @@ results.add("backward (eq. 8 + the scaler's term) vs finite differences",
 rng = np.random.default_rng(0)
 x = rng.normal(size=(1200, m)).astype(np.float32)
 target = x[:, 24:32].sum(axis=1, keepdims=True) + rng.normal(size=(1200, 1)).astype(np.float32)
-x_train, t_train, x_test, t_test = (tu.tensor(a) for a in (x[:200], target[:200], x[200:], target[200:]))
+x_train, t_train = tu.tensor(x[:200]), tu.tensor(target[:200])
+x_test, t_test = tu.tensor(x[200:]), tu.tensor(target[200:])
 tu.manual_seed(0)
 focused = nn.FocusingLinear(m, 1, mu_init=[0.4], sigma_init=0.08)
 neurons = {"focus": focused, "dense": nn.Linear(m, 1)}
@@ -221,7 +224,15 @@ opts = {"focus": optim.SGD([{"params": focused.weight_parameters()},
                             {"params": [focused.mu], "lr": 1e-4},
                             {"params": [focused.sigma], "lr": 1e-5}], lr=0.01, momentum=0.9),
         "dense": optim.SGD(neurons["dense"].parameters(), lr=0.01, momentum=0.9)}
-path = [focused.mu.item()]
+path = [focused.mu.item()]  # mu after each epoch
+
+
+def share_on_informative():
+    """sum of a_ji = u_ji^2 / m over the informative inputs i: the share of the norm there."""
+    return (host(focused.focus())[0, 24:32] ** 2).sum() / m
+
+
+start_share = share_on_informative()
 for epoch in range(30):
     order = rng.permutation(200)
     for start in range(0, 200, 20):
@@ -234,21 +245,23 @@ for epoch in range(30):
         focused.constrain()
     path.append(focused.mu.item())
 with tu.no_grad():
-    test_mse = {kind: nn.functional.mse_loss(n(x_test), t_test).item() for kind, n in neurons.items()}
-u = host(focused.focus())[0]
-print(f"mu by epoch: {' '.join(f'{v:.2f}' for v in path[::max(1, len(path) // 10)])} (informative "
-      f"inputs at {tau[24]:.2f}-{tau[31]:.2f}); sigma {focused.sigma.item():.3f}; share of u^2 on them "
-      f"{(u[24:32] ** 2).sum() / m:.2f}\ntest MSE (noise alone: 1): focus {test_mse['focus']:.2f}, "
-      f"dense {test_mse['dense']:.2f} (this run, one seed)")
+    test_mse = {kind: nn.functional.mse_loss(neuron(x_test), t_test).item()
+                for kind, neuron in neurons.items()}
+print(f"mu by epoch: {' '.join(f'{v:.2f}' for v in path[:6])} ... {path[-1]:.2f} (informative "
+      f"inputs at {tau[24]:.2f}-{tau[31]:.2f}); sigma 0.08 -> {focused.sigma.item():.3f}; share "
+      f"of the norm on the informative inputs {start_share:.3f} -> {share_on_informative():.3f}")
+print(f"test MSE (the target's own noise: 1): focus {test_mse['focus']:.2f}, dense "
+      f"{test_mse['dense']:.2f} (this run, one seed)")
 
 # %% [markdown]
 # ## 3. Learning to focus (Figure 2)
 #
 # A 2-class set of Gaussian blobs in 20 informative features, with 20 noise
-# columns added on the left (or 10 on each side), 70/30 split, standardised
-# (datasets.focus_blobs). The network is 4 focusing neurons -> BatchNorm -> ReLU
-# -> 2 outputs; sigma starts at 0.08; SGD with momentum 0.9, batch 128, 250
-# epochs, lr 1e-3 for the weights. Noise on the left: foci start in the middle
+# columns added on the left (or 10 on each side), each column standardised
+# (datasets.focus_blobs; the 70/30 train/test split is the author's script's).
+# The network is 4 focusing neurons -> BatchNorm -> ReLU -> 2 outputs; sigma
+# starts at 0.08; SGD with momentum 0.9, batch 128, 250 epochs, lr 1e-3 for the
+# weights. Noise on the left: foci start in the middle
 # (0.5 +- 0.025); noise on both sides: spread over [0.2, 0.8].
 #
 # **Where we depart from the paper's text**, and which source we follow (the
@@ -311,7 +324,8 @@ closing.learning_to_focus(results, ltf, SIZE)  # the store's rows too
 # and 10000; as in section 3, N / 0.7 rows are drawn and 30 % held out for the
 # test), informative length nL in {4, 40} (--full adds 400), noise columns
 # nL * {0, 0.5, 1} on the left or sides, hidden neurons {4, 40} (--full adds
-# 100), batch N * {0.1, 0.05}, lr {0.01, 0.001}. Both nets: hidden -> BatchNorm
+# 100), batch N * {0.1, 0.05}, lr {0.01, 0.001}, and no L2 penalty (Table 1
+# draws one on or off; we leave it out). Both nets: hidden -> BatchNorm
 # -> ReLU -> output. What Table 1 leaves open we take from the author's notebook
 # (Random_Syntethic_Tests-master-forPaper-ready.ipynb): 150 epochs of SGD with
 # momentum 0.5, rows in a fixed order; mu at lr and sigma at 0.82 lr; foci
@@ -345,10 +359,12 @@ print(f"random trials: {len(trials)} draws (the paper: 750); clean-set gaps, foc
 # %% [markdown]
 # ## 5. Fashion-MNIST: Dense vs Focus-s vs Focus-c vs Fixed-s (Table 2)
 #
-# Two hidden layers; in the focused nets both are focusing layers (author's code):
+# Two hidden layers; in the focused nets both are focusing layers. The paper's text
+# lists Input - Hidden(800) - BatchNorm - DropOut(0.2) - Hidden(800) - BatchNorm -
+# DropOut(0.25) - Output; we follow the author's code as our notes record it:
 # Dropout(0.2) -> H -> BatchNorm -> ReLU -> Dropout(0.25) -> H -> BatchNorm ->
 # ReLU -> Dropout(0.25) -> Linear(10). The paper's Fashion rates: SGD momentum
-# 0.9, lr 0.1 for weights, 0.01 for mu, 0.0005 for sigma; batch 512.
+# 0.9 (Algorithm 3), lr 0.1 for weights, 0.01 for mu, 0.0005 for sigma; batch 512.
 #
 # - **Focus-s**: foci spread over [0.2, 0.8], sigma 0.025, trained;
 # - **Focus-c**: foci in the centre (0.5 +- 0.025), sigma 0.025, trained;
@@ -384,7 +400,8 @@ closing.fashion(results, {kind: [100 * max(r) for r in runs] for kind, runs in f
 rising = [kind for kind, runs in fashion.items() if runs[0][-1] >= max(runs[0])]
 print(f"nets at their best in the last of {fm_epochs} epochs: {', '.join(rising) or 'none'}")
 sigma_mean = float(first["Focus-s"]["sigma"].mean())  # both focusing layers, all neurons
-results.add("Fig. 7a: Focus-s sigma, mean after training", f"0.025 -> {sigma_mean:.3f} (Fashion)", None)
+results.add("Fig. 7a: Focus-s sigma, mean after training", f"0.025 -> {sigma_mean:.3f} (Fashion)",
+            None)
 
 # %% [markdown]
 # ## 6. Sparsity (Figure 9b)
@@ -396,7 +413,8 @@ results.add("Fig. 7a: Focus-s sigma, mean after training", f"0.025 -> {sigma_mea
 # section 5 right after training) prunes both focusing layers of the trained
 # Focus-s net at thresholds in [0, 1.5] (the paper's range) and tests each pruned
 # net. Sparsity counts the zeroed weights of the two focusing layers over all
-# their weights. We read repeat 0's curve.
+# their weights. The paper pruned its MNIST Focus-s net (base accuracy 99.24 %);
+# we prune the Fashion-MNIST net of section 5, and read this run's repeat 0.
 #
 # The rule (`verdicts.sparsity_kept`): walk the curve in the order of rising
 # thresholds and stop before the first point whose accuracy falls more than
@@ -412,7 +430,7 @@ dense_last = 100 * fashion["Dense"][-1][-1]
 figure(plots.sparsity(sparsity_curve, dense_last), "sparsity.png")
 thresholds = next(t["prune"] for t in fm_trials if t["prune"])  # the Focus-s runs' thresholds
 for t, (s, a) in zip(thresholds, sparsity_curve):
-    print(f"  threshold {t:.2f}: sparsity {100 * s:5.1f} %, test acc {a:.2f} %")
+    print(f"  threshold {t:<6.3g}: sparsity {100 * s:5.1f} %, test acc {a:.2f} %")
 closing.sparsity(results, sparsity_curve, dense_last)
 
 # %% [markdown]
@@ -420,13 +438,16 @@ closing.sparsity(results, sparsity_curve, dense_last)
 #
 # The focus adds O(out x in) work per step (the coefficients, their normaliser
 # and the backward of eq. 8) to the O(batch x out x in) matrix products, plus
-# the updates of mu and sigma. The paper measured a training step 1.15-1.3x a
-# dense layer's on a GPU. Here: one layer 784 -> 800, forward, backward, SGD
+# the updates of mu and sigma. The paper (section 4.7) timed whole networks: a
+# batch of 512 through its two-hidden-layer MNIST network took 24 us focused
+# against 21 us dense on a Tesla K40 GPU (1.14x), CIFAR-10's 49 against 42 us
+# (1.17x), and an epoch of the synthetic random trials about 1.3x (the device
+# not stated). Here we time one layer, 784 -> 800, forward, backward, SGD
 # step (and constrain), interleaved with the dense layer's so that both see the
 # same machine load. On a shared machine other jobs only ever add time, so the
 # fastest repetition is the best estimate of the work itself (as timeit
 # reports); the median is printed too. The claim holds if the fastest step's
-# ratio is at most 1.3x (`verdicts.FOCUS_OVERHEAD`, the top of the paper's range).
+# ratio is at most 1.3x (`verdicts.FOCUS_OVERHEAD`, the largest ratio the paper reports).
 
 # %%
 def step_fn(layer):

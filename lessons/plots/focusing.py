@@ -17,7 +17,8 @@ def focus_function(tau, shapes, derivatives, mu, sigma):
     axes[1].axhline(1, color="k", lw=0.5, ls=":")
     axes[0].legend(fontsize=7)
     for (which, (eq8, du)), color in zip(derivatives.items(), ("C0", "C3")):
-        axes[2].plot(tau, eq8, color=color, ls=":", label=f"s d phi/d {which} (eq. 8, s held fixed)")
+        axes[2].plot(tau, eq8, color=color, ls=":",
+                     label=f"s d phi/d {which} (eq. 8, s held fixed)")
         axes[2].plot(tau, du, color=color, label=f"d u/d {which} (central differences)")
     axes[2].set_title(f"derivatives at mu={mu}, sigma={sigma}")
     axes[2].legend(fontsize=6)
