@@ -165,24 +165,23 @@ class Tensor:
             self._version = Version()
         return self._version
 
-    # ------------------------------------------------------------------ properties
+    # -------------------------------------------- properties (and size, in ops/operators.py)
     shape = property(lambda self: self._data.shape)
     dtype = property(lambda self: self._data.dtype)
     ndim = property(lambda self: self._data.ndim)
-    size = property(lambda self: self._data.size)
 
     def __repr__(self):
         grad = ", requires_grad=True" if self.requires_grad else ""
         return f"tensor({backend.to_host(self._data)!r}{grad})"
 
     def numpy(self):
-        """A host NumPy copy of the data (explicit, so allowed on every backend)."""
+        """A host NumPy copy of the data, on every backend (PyTorch's shares the CPU's)."""
         return backend.to_host(self._data).copy()
 
     def item(self):
-        if self.size != 1:  # NumPy's message names no tensor and no shape
-            raise ValueError(f"item: a tensor of shape {self.shape} has {self.size} elements; "
-                             "item() gives the value of one (index or reduce it first)")
+        if self._data.size != 1:  # NumPy's message names no tensor and no shape
+            raise ValueError(f"item: a tensor of shape {self.shape} has {self._data.size} "
+                             "elements; item() gives the value of one (index or reduce it first)")
         return self._data.item()
 
     def detach(self) -> "Tensor":
@@ -201,7 +200,7 @@ class Tensor:
                                "(no input to it had requires_grad=True)")
         xp = backend.get_array_module(self._data)
         if grad is None:
-            if self.size != 1:
+            if self._data.size != 1:
                 raise RuntimeError(f"backward: output of shape {self.shape} is not a "
                                    "scalar; pass grad= of the same shape")
             grad = xp.ones_like(self._data)

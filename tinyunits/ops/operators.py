@@ -6,7 +6,17 @@ tensor.py knows no op: it is the graph and the backward walk. Attaching here kee
 imports one way, tensor <- function <- ops, and `a + b` is still ops.add(a, b). Each
 conversion answers as NumPy and PyTorch do, or refuses with an error that says what
 to write instead (Python's fallbacks would answer wrongly without a word).
+
+Where NumPy and PyTorch give one name two meanings, a method takes PyTorch's or refuses:
+`t.transpose(i, j)` swaps two axes (more axes: NumPy's whole order); `t.size` is NumPy's
+count of elements, and called, `t.size()` and `t.size(dim)`, PyTorch's shape; `t.max(1)`
+and `t.max(dim=1)` refuse (PyTorch's are a pair, values and indices), while NumPy's
+`t.max(axis=1)` and PyTorch's `t.amax(1)` give the values. Reductions take NumPy's
+`axis`, `keepdims` or PyTorch's `dim`, `keepdim`.
 """
+import math
+
+from .. import validate
 from ..function import as_tensors
 from ..tensor import Tensor, is_grad_enabled
 from .arithmetic import Pow, add, div, mul, neg, pow, sub
@@ -55,7 +65,54 @@ def _reshape(self, *shape):
 
 
 def _transpose(self, *axes):
+    if len(axes) == 2 and all(validate.is_int(a) and -self.ndim <= a < self.ndim for a in axes):
+        # PyTorch's transpose(dim0, dim1) swaps two axes: NumPy would read them as the
+        # whole order, so that a matrix's transpose(0, 1) would leave it as it is
+        order = list(range(self.ndim))
+        i, j = (a % self.ndim for a in axes)
+        order[i], order[j] = j, i
+        axes = (tuple(order),)
     return transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+
+
+class _Size(int):
+    """t.size: the number of elements, as NumPy's; called, as PyTorch's method: t.size()
+    is the shape and t.size(dim) the length of one axis."""
+
+    def __new__(cls, shape):
+        size = super().__new__(cls, math.prod(shape))
+        size.shape = shape
+        return size
+
+    def __call__(self, dim=None):
+        if dim is None:
+            return self.shape
+        if not validate.is_int(dim) or not -len(self.shape) <= dim < len(self.shape):
+            validate.fail("size", "dim", f"an int in [-{len(self.shape)}, {len(self.shape)}) "
+                          f"for a tensor of shape {self.shape}", dim,
+                          ValueError if validate.is_int(dim) else TypeError)
+        return self.shape[dim]
+
+
+def _reduction(name, op):
+    """t.sum(axis, keepdims) as NumPy names the arguments, or (dim, keepdim) as PyTorch."""
+    def reduce(self, axis=None, keepdims=False, *, dim=None, keepdim=False):
+        if axis is not None and dim is not None:
+            validate.fail(name, "axis and dim", "one of the two (two names of one argument)",
+                          (axis, dim), TypeError)
+        return op(self, axis if dim is None else dim, keepdims or keepdim)
+    return reduce
+
+
+def _max(self, *dim, axis=None, keepdims=False, **torch_dim):
+    # PyTorch's t.max(1) and t.max(dim=1) are a (values, indices) pair: t.max(1)[0] would
+    # silently be the first row's maximum here. NumPy's spelling, axis=, gives the values.
+    if dim or torch_dim:
+        raise TypeError("max: t.max(dim) would be PyTorch's (values, indices) pair, which "
+                        "tinyunits does not compute; t.max(axis=...) or t.amax(dim) gives the "
+                        "values (as PyTorch's amax: ties share the gradient) and "
+                        f"t.data.argmax(axis) the indices, got {dim or torch_dim}")
+    return max(self, axis, keepdims)
 
 
 def _len(self):
@@ -149,9 +206,12 @@ OPERATORS = {
     "__imul__": _in_place("*=", "__imul__", mul),
     "__itruediv__": _in_place("/=", "__itruediv__", div),
     "__ipow__": _in_place("**=", "__ipow__", pow),
-    "sum": sum, "mean": mean, "max": max, "exp": exp, "log": log, "abs": abs, "relu": relu,
-    "tanh": tanh, "sigmoid": sigmoid, "reshape": _reshape, "transpose": _transpose,
-    "T": property(_transpose),
+    "__abs__": abs, "__pos__": lambda self: self,
+    "sum": _reduction("sum", sum), "mean": _reduction("mean", mean),
+    "amax": _reduction("amax", max), "max": _max, "exp": exp, "log": log, "abs": abs,
+    "relu": relu, "tanh": tanh, "sigmoid": sigmoid, "reshape": _reshape,
+    "transpose": _transpose, "T": property(_transpose),
+    "size": property(lambda self: _Size(self.shape)),
     "__len__": _len, "__iter__": _iter, "__contains__": _contains, "__array__": _array,
     "__bool__": _bool, "__float__": _float, "__int__": _int, "__format__": _format,
     "__eq__": _compare("=="), "__ne__": _compare("!="), "__lt__": _compare("<"),
