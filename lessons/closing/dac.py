@@ -1,54 +1,68 @@
-"""Lesson 1's closing rows (lessons/closing/__init__.py says what each function does)."""
+"""Lesson 1's closing rows (lessons/closing/__init__.py says what each function does).
+
+Every row reads the store's paper-scale runs when it holds the grid whole from the current
+code, else this run's (verdicts.evidence picks; lesson 1 says so once); its verdict line
+prints what it read (verdicts.Evidence: n, mean, spread and standard error, source). The
+store's table is printed where it says more than that line (the fits' errors, the nets'
+MSEs); the outcomes of Figure 7 and the convnet's test errors are in their lines whole."""
 import math
 
 import numpy as np
 
-from _lesson import stored
+from _lesson import held_whole, stored
 from lessons import verdicts
 from lessons.trials import dac as trials
 
-_READS = "the store's seeds when it holds them all, else this run's"  # which evidence a rule reads
+Evidence = verdicts.Evidence
 
 
-def figure_7a(results, hand_ok, runs, seeds):
+def _yes(flag):
+    return "yes" if flag else "NO"
+
+
+def _outcomes(held, runs):
+    """The store's 0/1 outcomes per model when it holds every model of runs whole, else
+    this run's. -> ({model: outcomes}, source)."""
+    return verdicts.evidence({m: held[m] for m in runs} if set(runs) <= set(held) else None, runs)
+
+
+def figure_7a(results, hand_ok, runs):
     """Figure 7a: one DAC unit separates the three points, one standard unit cannot.
-    hand_ok: whether the hand-set unit does; runs: {"DAC unit", "standard unit"}: this
-    run's trained units, one per seed."""
-    held = stored(trials, "dac-fig7a", lambda s: s["model"], lambda r: float(r["separates"]),
-                  {"dac": "separates (hand-set)", "standard": "cannot"}, "{:.2f}",
-                  "1 if the trained unit separates the points, else 0")
-    (dac_wins, std_wins, n), source = verdicts.evidence(
-        verdicts.counts(held, ("dac", "standard")),
-        (*(sum(r["separates"] for r in rs) for rs in runs.values()), seeds))
-    results.add("Fig 7a: 1 DAC unit separates", f"hand {hand_ok}; learned {dac_wins}/{n} ({source})",
-                hand_ok and dac_wins > 0, rule="the hand-set unit separates, and a trained one does "
-                f"from at least one seed ({_READS})",
-                measured=f"the hand-set unit separates: {hand_ok}; {dac_wins} of {n} trained "
-                         f"ones do ({source})")
-    results.add("Fig 7a: 1 standard unit cannot", f"learned {std_wins}/{n} ({source})",
-                std_wins == 0, rule=f"no seed's trained standard unit separates ({_READS})",
-                measured=f"{std_wins} of {n} trained standard units separate ({source})")
+    hand_ok: whether the hand-set unit does; runs: {"dac", "standard"}: this run's 0/1
+    outcomes (1: the trained unit separates), one per seed."""
+    held = held_whole(trials, "dac-fig7a", lambda s: s["model"], lambda r: float(r["separates"]))
+    won, source = _outcomes(held, runs)
+    dac, std = (int(sum(won[m])) for m in ("dac", "standard"))
+    results.add("Fig 7a: 1 DAC unit separates", f"hand-set {_yes(hand_ok)}; trained {dac}/{len(won['dac'])}",
+                hand_ok and dac > 0, rule="the hand-set net separates, and a trained one does from "
+                "at least one seed", evidence=Evidence.of(won["dac"], source),
+                measured=f"the hand-set unit separates: {hand_ok}; {dac} of {len(won['dac'])} "
+                         f"trained ones do ({source})")
+    results.add("Fig 7a: 1 standard unit cannot", f"trained {std}/{len(won['standard'])}", std == 0,
+                rule="no trained standard unit separates",
+                evidence=Evidence.of(won["standard"], source),
+                measured=f"{std} of {len(won['standard'])} trained standard units separate ({source})")
 
 
-def figure_7b(results, hand_ok, runs, seeds, steps):
+def figure_7b(results, hand_ok, runs, steps):
     """Figure 7b: two DAC units separate the points, two standard units cannot, four can.
     hand_ok: whether the hand-set net does; runs: {"dac2", "standard2", "standard4"}: this
-    run's trained nets, one per seed, of `steps` steps."""
-    held = stored(trials, "dac-fig7b", lambda s: s["model"], lambda r: float(r["accuracy"] == 1.0),
-                  {"dac2": "can (hand-set)", "standard2": "cannot", "standard4": "can"}, "{:.2f}",
-                  "1 if the trained net reaches 100 % training accuracy, else 0")
-    (dac2, std2, std4, n), source = verdicts.evidence(  # seeds at 100 %
-        verdicts.counts(held, list(runs)),
-        (*(sum(r["accuracy"] == 1.0 for r in rs) for rs in runs.values()), seeds))
+    run's 0/1 outcomes (1: 100 % training accuracy), one per seed, of `steps` steps."""
+    held = held_whole(trials, "dac-fig7b", lambda s: s["model"], lambda r: float(r["accuracy"] == 1.0))
+    won, source = _outcomes(held, runs)
+    dac2, std2, std4 = (int(sum(won[m])) for m in ("dac2", "standard2", "standard4"))
+    n = len(won["dac2"])
     if source == "store":  # --full's runs: 7b trains three times Figure 7a's steps
         steps = 3 * trials.SIZES["full"]["figure7"][1]
-    results.add("Fig 7b: 2 DAC units can", f"hand {hand_ok}; learned {dac2}/{n} ({source})",
-                hand_ok and dac2 > 0, rule="the hand-set net separates, and a trained one reaches "
-                f"100 % from at least one seed ({_READS})",
+    results.add("Fig 7b: 2 DAC units can", f"hand-set {_yes(hand_ok)}; trained {dac2}/{n}",
+                hand_ok and dac2 > 0, rule="the hand-set net separates, and a trained one does from "
+                "at least one seed", evidence=Evidence.of(won["dac2"], source),
                 measured=f"{dac2} of {n} seeds reach 100 % ({source}, {steps} steps)")
-    results.add("Fig 7b: 2 standard cannot, 4 can", f"{std2} / {std4} of {n} ({source})",
+    results.add("Fig 7b: 2 standard cannot, 4 can", f"2: {std2}/{n}, 4: {std4}/{n}",
                 std2 == 0 and std4 > 0,
-                rule=f"no seed of 2 standard units reaches 100 %, at least one of 4 does ({_READS})",
+                rule="no trained 2-unit standard net reaches 100 %, a 4-unit one does from at least one seed",
+                evidence=f"2 units: {Evidence.of(won['standard2'], source)}; 4 units: "
+                         f"{Evidence.of(won['standard4'], source)}",
                 measured=f"{std2} of {n} seeds of 2 standard units and {std4} of 4 reach 100 % "
                          f"({source}, {steps} steps)")
 
@@ -68,103 +82,105 @@ def theorem_c1(results, k, errors, n_params, exact_err, two_exact_err, mode):
     fits, source = verdicts.evidence(
         {labels[label]: errs for label, errs in held.items()} if len(held) == len(labels) else None,
         errors)
-    exact = {name: sum(e < verdicts.EXACT_FIT for e in errs) for name, errs in fits.items()}
+    exact = {name: [e < verdicts.EXACT_FIT for e in errs] for name, errs in fits.items()}
+    won = {name: int(sum(e)) for name, e in exact.items()}
     k_fitted = trials.SIZES["full" if source == "store" else mode]["pl"][0]
     # the store's fits are of --full's k: this run's parameter counts are not theirs
-    of_k = "" if k_fitted == k else f" of PL_{k_fitted}"
+    of_k = "" if k_fitted == k else f" (k={k_fitted})"
     small, fewer = ((f"{n_params[small_name]} p.", f"{n_params[small_name]} parameters")
-                    if k_fitted == k else ("fewer hidden", "(2k - 1) // 3 hidden units"))
+                    if k_fitted == k else ("fewer", "(2k - 1) // 3 hidden units"))
+    below = f"an error below {verdicts.EXACT_FIT:g}"
     results.add("Thm C.1(1): 1 DAC unit = PL_k",
-                f"k={k}: {n_params[dac_name]} p., exact {exact_err:.0e}; trained "
-                f"{exact[dac_name]}/{len(fits[dac_name])}{of_k} ({source})",
-                n_params[dac_name] == 2 * k and exact_err < 1e-5 and exact[dac_name] > 0,
-                rule=f"2k parameters rebuild PL_k to rounding (< 1e-5), and training reaches an "
-                     f"error below {verdicts.EXACT_FIT:g} on at least one target ({_READS})",
-                measured=f"Adam reaches an error below {verdicts.EXACT_FIT:g} on "
-                         f"{exact[dac_name]} of {len(fits[dac_name])} random PL_{k_fitted} "
-                         f"({source}); median error {np.median(fits[dac_name]):.2g}")
-    results.add("Thm C.1(2): 1 layer cannot", f"min err {min(fits[one_name]):.2f} ({source})",
-                exact[one_name] == 0,
-                rule=f"no fit reaches an error below {verdicts.EXACT_FIT:g} ({_READS})",
-                measured=f"{exact[one_name]} of {len(fits[one_name])} one-layer fits reach an error "
-                         f"below {verdicts.EXACT_FIT:g} ({source}; least {min(fits[one_name]):.2g})")
-    results.add("Thm C.1(3): 2 layers need 3k+1", f"{n_params[two_name]} p.: exact "
-                f"{two_exact_err:.0e}; {small}: {exact[small_name]}/"
-                f"{len(fits[small_name])}{of_k} ({source})",
-                n_params[two_name] == 3 * k + 1 and two_exact_err < 1e-5 and exact[small_name] == 0,
-                rule=f"3k+1 parameters rebuild PL_k (< 1e-5), and no fit with fewer hidden units "
-                     f"reaches an error below {verdicts.EXACT_FIT:g} ({_READS})",
-                measured=f"the 3k+1 construction's error {two_exact_err:.0e}; {exact[small_name]} "
-                         f"of {len(fits[small_name])} fits{of_k} with {fewer} "
-                         f"reach an error below {verdicts.EXACT_FIT:g} ({source})")
+                f"{n_params[dac_name]} p. exact; trained {won[dac_name]}/{len(fits[dac_name])}{of_k}",
+                n_params[dac_name] == 2 * k and exact_err < 1e-5 and won[dac_name] > 0,
+                rule=f"the construction is exact (< 1e-5) with the stated parameters, and a "
+                     f"trained fit reaches {below} on at least one target",
+                evidence=Evidence.of(exact[dac_name], source),
+                measured=f"Adam reaches {below} on {won[dac_name]} of {len(fits[dac_name])} "
+                         f"random PL_{k_fitted} ({source}); median error "
+                         f"{np.median(fits[dac_name]):.2g}")
+    results.add("Thm C.1(2): 1 layer cannot", f"{won[one_name]}/{len(fits[one_name])}, least err "
+                f"{min(fits[one_name]):.2f}", won[one_name] == 0,
+                rule=f"no fit reaches {below}", evidence=Evidence.of(exact[one_name], source),
+                measured=f"{won[one_name]} of {len(fits[one_name])} one-layer fits reach {below} "
+                         f"({source}; least {min(fits[one_name]):.2g})")
+    results.add("Thm C.1(3): 2 layers need 3k+1", f"{n_params[two_name]} p. exact; {small}: "
+                f"{won[small_name]}/{len(fits[small_name])}{of_k}",
+                n_params[two_name] == 3 * k + 1 and two_exact_err < 1e-5 and won[small_name] == 0,
+                rule=f"the construction is exact (< 1e-5) with the stated parameters, and no "
+                     f"fit with fewer hidden units reaches {below}",
+                evidence=Evidence.of(exact[small_name], source),
+                measured=f"the 3k+1 construction's error {two_exact_err:.0e}; {won[small_name]} "
+                         f"of {len(fits[small_name])} fits{of_k} with {fewer} reach {below} ({source})")
 
 
 def vgg(results, runs, settings):
     """Section 6: DAC lowers the VGG's test error (the paper: by 0.65 points on CIFAR-10).
-    runs: {"baseline", "DAC"}: this run's vgg_trial results, of `settings`."""
+    runs: {"baseline", "DAC"}: this run's vgg_trial results, of `settings`.
+    -> ({net: [per-epoch histories]}, source): the runs the verdict read, for the figure."""
     paper = trials.PAPER_VGG_GAP
-    held = stored(trials, "dac-vgg", lambda s: "DAC" if s["dac"] else "baseline",
-                  lambda r: r["test_error"], {"DAC": f"{paper} +- 0.17 below baseline (CIFAR-10)"},
-                  "{:.2f}", "test error % (Fashion-MNIST)")
+    net = lambda s: "DAC" if s["dac"] else "baseline"  # noqa: E731
+    held = held_whole(trials, "dac-vgg", net, lambda r: r["test_error"])
     if len(held) == 2:  # the store's seeds: the gap of the means, and its noise over seeds
         base_err, dac_err = (float(np.mean(held[k])) for k in ("baseline", "DAC"))
         se = verdicts.mean_difference_se(held["baseline"], held["DAC"])
-        source = f"store, {len(held['DAC'])} seeds"
+        n, source = len(held["DAC"]), "store"
+        curves = held_whole(trials, "dac-vgg", net, lambda r: r["history"])
     else:
         base_err, dac_err = runs["baseline"]["test_error"], runs["DAC"]["test_error"]
         se = verdicts.difference_se(1 - base_err / 100, 1 - dac_err / 100, settings["n_test"])
-        source = f"this run, one seed, {settings['epochs']} epochs"
+        n, source = 1, f"this run, {settings['epochs']} epochs"
+        curves = {name: [run["history"]] for name, run in runs.items()}
     gap = base_err - dac_err
     results.add("VGG test error: base - DAC (F-MNIST)", f"{base_err:.2f} - {dac_err:.2f} = "
-                f"{gap:+.2f} % ({source})", verdicts.gain(gap, paper, se),
-                rule=f"the gap counts above {verdicts.NOISE_SE:g} standard errors of {se:.2f} pts; "
-                     f"{verdicts.GAIN_RULE} ({_READS})",
+                f"{gap:+.2f}", verdicts.gain(gap, paper, se),
+                rule=f"the gap counts above {verdicts.NOISE_SE:g} standard errors (over seeds; "
+                     f"from one run, of the test set's binomial noise); {verdicts.GAIN_RULE}",
+                evidence=Evidence(n, gap, source, se=se),
                 measured=f"our gap {gap:+.2f} pts is {gap / se:+.1f} standard errors of {se:.2f} "
                          f"pts ({source}); the paper's {paper:+.2f} is {(paper - gap) / se:.1f} "
                          "standard errors above it")
-
-
-def _noise(se):
-    return "one seed: no spread" if se is None else f"standard error {se:.2f}"
+    return curves, source
 
 
 def regression(results, mse, data, mode):
     """Figures 3 and 4 at the largest baseline width w: the DAC twin below the baseline at the
     same parameters, and doubling by biases lowering the log-MSE more than doubling by weights.
-    mse: {(w, net): (this run's test MSE, parameters)}, net as trials.variants names them;
-    mode: this run's (for the scale a reason cites)."""
-    def group(width, dac):  # the store's table: one row per net, over its seeds
+    mse: {(w, net): this run's test MSE}, net as trials.variants names them; mode: this
+    run's (for the scale a reason cites). Prints the store's rows at the largest width.
+    -> ({(w, net): test MSEs over seeds}, source): what the verdicts read, for the figure."""
+    def group(width, dac):  # one group per net, over its seeds
         return f"{'DAC' if dac else 'base'} width {width}"
 
-    held = stored(trials, "dac-widths", lambda s: group(s["width"], s["dac"]),
-                  lambda r: r["test_mse"], {}, "{:.4f}", f"test MSE ({data})")
     full = trials.SIZES["full"]
     nets = {(w, net): group(width, dac) for w in full["mlp"][0]
             for net, width, dac in trials.variants(w)}
+    largest = {g for (w, _), g in nets.items() if w == max(full["mlp"][0])}
+    held = held_whole(trials, "dac-widths", lambda s: group(s["width"], s["dac"]), lambda r: r["test_mse"])
+    stored(trials, "dac-widths", lambda s: group(s["width"], s["dac"]) if group(
+        s["width"], s["dac"]) in largest else None, lambda r: r["test_mse"], {}, "{:.4f}",
+        f"test MSE ({data}), the nets at the largest w")
     mses, source = verdicts.evidence(
         {key: held[g] for key, g in nets.items()} if all(g in held for g in nets.values())
-        else None, {key: [m] for key, (m, _) in mse.items()})
+        else None, {key: [m] for key, m in mse.items()})
     w = max(w for w, _ in mses)
     recipe = trials.SIZES["full" if source == "store" else mode]["mlp"][1]
-    scale = (f"{source}: {len(mses[w, 'base w'])} seed(s) of {recipe['depth']} layers, "
-             f"{recipe['epochs']} epochs, {data}")
-    evidence = (f"at the largest w; the store's {len(nets) * full['replicates']} trials of "
-                "dac-widths when it holds them all (w up to "
-                f"{max(full['mlp'][0])}, means over seeds), else this run's")
+    n = len(mses[w, "base w"])
+    scale = f"{source}: {n} seed(s) of {recipe['depth']} layers, {recipe['epochs']} epochs, {data}"
     same, by_biases, by_weights = verdicts.doubling_gains(mses, w)
     se_same = verdicts.log_se(mses[w, "DAC w/sqrt2"], mses[w, "base w"])
     se_doubling = verdicts.log_se(mses[w, "DAC w"], mses[w, "base w*sqrt2"])
-    results.add("Fig 3, same params: DAC vs base", f"w={w}: {same:+.2f} nats ({source})",
+    results.add("Fig 3, same params: DAC vs base", f"w={w}: {same:+.2f} nats",
                 verdicts.lower(same, se_same),
-                rule=f"the DAC twin's mean log test MSE minus the baseline's: {verdicts.LOWER_RULE}; "
-                     f"{evidence}",
+                rule=f"mean log test MSEs at the largest w: {verdicts.LOWER_RULE}",
+                evidence=Evidence(n, same, source, se=se_same),
                 measured=f"at w={w} the DAC twin's mean log-MSE is {same:+.2f} nats from the "
-                         f"baseline's ({_noise(se_same)}), an MSE {math.exp(same):.2f}x as large "
-                         f"({scale})")
+                         f"baseline's, an MSE {math.exp(same):.2f}x as large ({scale})")
     results.add("Fig 4, x2 params: biases vs weights",
-                f"w={w}: {by_biases:+.2f} vs {by_weights:+.2f} nats ({source})",
+                f"w={w}: {by_biases:+.2f} vs {by_weights:+.2f}",
                 verdicts.lower(by_biases - by_weights, se_doubling),
-                rule=f"doubling by biases minus doubling by weights, in mean log-MSE: "
-                     f"{verdicts.LOWER_RULE}; {evidence}",
+                rule=f"mean log test MSEs at the largest w: {verdicts.LOWER_RULE}",
+                evidence=Evidence(n, by_biases - by_weights, source, se=se_doubling),
                 measured=f"at w={w} biases change the mean log-MSE by {by_biases:+.2f} nats, weights "
-                         f"by {by_weights:+.2f} ({_noise(se_doubling)} of their difference; {scale})")
+                         f"by {by_weights:+.2f} ({scale})")
+    return mses, source

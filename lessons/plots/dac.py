@@ -3,6 +3,8 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
+BASE, DAC = "tab:orange", "tab:blue"  # the paper's colours: baseline orange, DAC blue
+
 
 def _points(ax, x, y, labels):
     """Figure 7's points: label 0 white, label 1 black."""
@@ -29,10 +31,10 @@ def figure7a_hand(stages, y, outputs):
 
 def figure7a_learned(X, y, t, curves):
     """Learned units along the diagonal (t, t) through Figure 7a's points;
-    curves: label -> the unit's output at each t."""
+    curves: label -> the unit's output at each t, the DAC unit's first."""
     fig, ax = plt.subplots(figsize=(6, 3.4))
-    for label, values in curves.items():
-        ax.plot(t, values, label=label)
+    for (label, values), color in zip(curves.items(), (DAC, BASE)):
+        ax.plot(t, values, label=label, color=color)
     _points(ax, X[:, 0], y, y)
     ax.axhline(0.5, color="gray", ls="--", lw=0.8, label="threshold 0.5")
     ax.set_xlabel("t, the point (t, t)")
@@ -71,31 +73,69 @@ def granular_masking(shared_b, shared_mask, mask):
     return fig
 
 
-def regression(widths, reg, gain_w, gain_b):
-    """Left: test MSE against parameters at matched counts (Figure 3); right: the change
-    of log test MSE from doubling the parameters by weights or by biases (Figure 4's
-    question). reg: (width, label) -> (test MSE, parameters)."""
+def _mean_se(values):
+    """Mean and standard error of the mean (None from one value) of values."""
+    values = np.asarray(values, dtype=float)
+    return values.mean(), (values.std(ddof=1) / np.sqrt(len(values)) if len(values) > 1 else None)
+
+
+def regression(mses, source):
+    """Left: mean log test MSE over seeds at matched parameters, against the baseline width
+    w (Figure 3); right: the change of mean log test MSE from doubling the parameters by
+    weights or by biases (Figure 4). Error bars: one standard error over seeds, as the
+    verdicts read them. mses: (w, net) -> test MSEs over seeds; source: whose runs."""
+    widths = sorted({w for w, _ in mses})
+    logs = {key: np.log(v) for key, v in mses.items()}
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for label, marker, color in (("base w", "o", "tab:orange"), ("DAC w/sqrt2", "s", "tab:blue")):
-        axes[0].plot([reg[w, label][1] for w in widths], [reg[w, label][0] for w in widths],
-                     marker=marker, color=color, label=label)
-    axes[0].set_xscale("log")
-    axes[0].set_yscale("log")
-    axes[0].set_xlabel("parameters")
-    axes[0].set_ylabel("test MSE")
+    for label, marker, color in (("base w", "o", BASE), ("DAC w/sqrt2", "s", DAC)):
+        stats = [_mean_se(logs[w, label]) for w in widths]
+        axes[0].errorbar(widths, [m for m, _ in stats], yerr=[se or 0 for _, se in stats],
+                         marker=marker, color=color, capsize=3, label=label)
+    axes[0].set_xscale("log", base=2)
+    axes[0].set_xticks(widths, [str(w) for w in widths])
+    axes[0].set_xlabel("baseline width w (the DAC twin: same parameters)")
+    axes[0].set_ylabel("mean log test MSE")
     axes[0].set_title("matched parameters (Figure 3)")
     axes[0].legend()
     pos = np.arange(len(widths))
-    axes[1].bar(pos - 0.2, gain_w, 0.4, label="double by weights (width x sqrt 2)", color="tab:orange")
-    axes[1].bar(pos + 0.2, gain_b, 0.4, label="double by biases (DAC)", color="tab:blue")
+    for shift, net, label, color in ((-0.2, "base w*sqrt2", "double by weights (width x sqrt 2)", BASE),
+                                     (0.2, "DAC w", "double by biases (DAC at width w)", DAC)):
+        stats = [_mean_se(logs[w, net] - logs[w, "base w"].mean()) for w in widths]
+        axes[1].bar(pos + shift, [m for m, _ in stats], 0.4, yerr=[se or 0 for _, se in stats],
+                    capsize=3, label=label, color=color)
     axes[1].axhline(0, color="k", lw=0.5)
     axes[1].set_xticks(pos, [str(w) for w in widths])
     axes[1].set_xlabel("baseline width w")
-    axes[1].set_ylabel("change of log test MSE (nats)")
-    axes[1].set_title("Figure 4's question")
-    axes[1].set_ylim(1.8 * min(list(gain_w) + list(gain_b) + [-0.01]),
-                     max(list(gain_w) + list(gain_b) + [0.0]) + 0.01)
-    axes[1].legend(fontsize=7, loc="lower center")
+    axes[1].set_ylabel("change of mean log test MSE (nats)")
+    axes[1].set_title("doubling the parameters (Figure 4)")
+    axes[1].legend(fontsize=7, loc="upper left")
+    n = len(next(iter(mses.values())))
+    fig.suptitle(f"{source}: {n} seeds per net; error bars one standard error over seeds"
+                 if n > 1 else f"{source}: one seed per net, no error bars", fontsize=9)
+    return fig
+
+
+def vgg_curves(curves, source):
+    """Validation error (%) and training loss per epoch of the baseline and the DAC
+    convnet: the mean over runs, shaded from its minimum to its maximum.
+    curves: net -> [one fit history per run]; source: whose runs."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    for name, color in (("baseline", BASE), ("DAC", DAC)):
+        for ax, key, scale in ((axes[0], "val_metric", -100), (axes[1], "train_loss", 1)):
+            values = np.array([h[key] for h in curves[name]], dtype=float) * scale
+            values = values + 100 if scale < 0 else values
+            epochs = np.arange(1, values.shape[1] + 1)
+            ax.plot(epochs, values.mean(0), color=color, marker=".", label=name)
+            if len(values) > 1:
+                ax.fill_between(epochs, values.min(0), values.max(0), color=color, alpha=0.2)
+    axes[0].set_ylabel("validation error %")
+    axes[1].set_ylabel("training loss")
+    for ax in axes:
+        ax.set_xlabel("epoch")
+        ax.legend()
+    n = len(curves["DAC"])
+    fig.suptitle(f"Fashion-MNIST, {source}: mean of {n} runs per net, shaded min to max"
+                 if n > 1 else f"Fashion-MNIST, {source}: one run per net", fontsize=9)
     return fig
 
 
