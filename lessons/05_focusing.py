@@ -36,6 +36,7 @@ import numpy as np  # host-side data, reference formulas and printing
 
 import tinyunits as tu
 from tinyunits import backend, nn, optim
+from lessons.verdicts import Evidence
 from lessons.closing import focusing as closing  # the closing table's rows: store, evidence, rule
 from lessons.plots import focusing as plots
 from lessons.trials import focusing as focus_trials
@@ -311,7 +312,9 @@ for side, runs in ltf.items():
               f"informative focus mass {np.round(run['mass'], 2)}; test acc {run['acc']:.3f}")
 
 # %%
-figure(plots.learning_to_focus(ltf["both"][0], ltf["left"][0]), "learning_to_focus.png")
+figure(plots.learning_to_focus(ltf["both"][0], ltf["left"][0],
+                               f"this run's seed 0, one of {len(ltf['left'])} seeds"),
+       "learning_to_focus.png")
 closing.learning_to_focus(results, ltf, SIZE)  # the store's rows too
 
 # %% [markdown]
@@ -350,11 +353,11 @@ n_draws, trial_epochs = S["trials"]
 draws = focus_trials.paper_trials(n_draws, full=SIZE == "full", epochs=trial_epochs)
 outcomes = grid(focus_trials.SWEEP, focus_trials.TRIAL, draws)
 trials = [dict(r, n_inf=s["n_inf"], hidden=s["hidden"]) for s, r in zip(draws, outcomes)]
-figure(plots.random_trials(trials), "random_trials.png")
-closing.random_trials(results, trials)  # the store's rows too
+evidence_draws, source = closing.random_trials(results, trials)  # the store's draws, if whole
+figure(plots.random_trials(evidence_draws, source), "random_trials.png")
 clean = sorted((t["focus"] - t["dense"], t["n_inf"], t["hidden"]) for t in trials if not t["noisy"])
 print(f"random trials: {len(trials)} draws (the paper: 750); clean-set gaps, focus - dense, "
-      "with (nL, hidden): " + ", ".join(f"{100 * g:+.1f} ({n}, {h})" for g, n, h in clean))
+      "with (nL, hidden): " + (", ".join(f"{100 * g:+.1f} ({n}, {h})" for g, n, h in clean) or "none"))
 
 # %% [markdown]
 # ## 5. Fashion-MNIST: Dense vs Focus-s vs Focus-c vs Fixed-s (Table 2)
@@ -386,22 +389,23 @@ print(f"random trials: {len(trials)} draws (the paper: 750); clean-set gaps, foc
 # %%
 _, _, H, fm_epochs, _ = S["fashion"]
 fm_trials, fm_runs = trial_grid(focus_trials, "focusing-fashion")  # each net, each repeat
-fashion = {kind: [] for kind in focus_trials.FASHION_NETS}  # per net, each repeat's curve
-first = {}  # per net, repeat 0's run: its final sigmas and (Focus-s) its pruning
+fm = {kind: [] for kind in focus_trials.FASHION_NETS}  # per net, each repeat's run
 for t, run in zip(fm_trials, fm_runs):
-    fashion[t["kind"]].append(run["test_acc"])
-    first.setdefault(t["kind"], run)
+    fm[t["kind"]].append(run)
     print(f"{t['kind']:<8} repeat {t['seed']}: best test acc {100 * max(run['test_acc']):.2f} %, "
           f"last {100 * run['test_acc'][-1]:.2f} %")
-figure(plots.fashion_curves(fashion, H), "fashion_mnist.png")
-
-closing.fashion(results, {kind: [100 * max(r) for r in runs] for kind, runs in fashion.items()},
-                SIZE)  # the best accuracy of each repeat; the store's rows too
+fashion = {kind: [run["test_acc"] for run in runs] for kind, runs in fm.items()}
 rising = [kind for kind, runs in fashion.items() if runs[0][-1] >= max(runs[0])]
 print(f"nets at their best in the last of {fm_epochs} epochs: {', '.join(rising) or 'none'}")
-sigma_mean = float(first["Focus-s"]["sigma"].mean())  # both focusing layers, all neurons
-results.add("Fig. 7a: Focus-s sigma, mean after training", f"0.025 -> {sigma_mean:.3f} (Fashion)",
-            None)
+
+# %%
+curves, fm_source = closing.fashion(results, fashion, SIZE)  # the store's repeats, if whole
+width = H if fm_source == "this run" else focus_trials.SIZES["full"]["fashion"][2]
+figure(plots.fashion_curves(curves, f"Fashion-MNIST, 2 hidden layers of {width}: {len(curves['Dense'])} "
+                                    f"repeat(s) ({fm_source}), mean +- std"), "fashion_mnist.png")
+sigmas = fm["Focus-s"][0]["sigma"]  # both focusing layers, every neuron, this run's repeat 0
+results.add("Fig. 7a: Focus-s sigma, mean after training", f"0.025 -> {sigmas.mean():.3f} (Fashion)",
+            None, evidence=Evidence.of(sigmas, "this run, repeat 0", "{:.3f}"))
 
 # %% [markdown]
 # ## 6. Sparsity (Figure 9b)
@@ -425,13 +429,13 @@ results.add("Fig. 7a: Focus-s sigma, mean after training", f"0.025 -> {sigma_mea
 # the second row asks the same with the dense net's accuracy as the floor.
 
 # %%
-sparsity_curve = first["Focus-s"]["pruned"]  # (sparsity, test accuracy %) per threshold
-dense_last = 100 * fashion["Dense"][-1][-1]
-figure(plots.sparsity(sparsity_curve, dense_last), "sparsity.png")
 thresholds = next(t["prune"] for t in fm_trials if t["prune"])  # the Focus-s runs' thresholds
-for t, (s, a) in zip(thresholds, sparsity_curve):
+print("this run's Focus-s, repeat 0, pruned at each threshold t:")
+for t, (s, a) in zip(thresholds, fm["Focus-s"][0]["pruned"]):
     print(f"  threshold {t:<6.3g}: sparsity {100 * s:5.1f} %, test acc {a:.2f} %")
-closing.sparsity(results, sparsity_curve, dense_last)
+pruned, dense_last, prune_source = closing.sparsity_curves(fm, fm_source)  # the store's, if whole
+figure(plots.sparsity(pruned, dense_last, prune_source), "sparsity.png")
+closing.sparsity(results, pruned, dense_last, prune_source)
 
 # %% [markdown]
 # ## 7. Training-time overhead (section 4.7)

@@ -27,12 +27,13 @@ def focus_function(tau, shapes, derivatives, mu, sigma):
     return fig
 
 
-def learning_to_focus(both, left):
+def learning_to_focus(both, left, which):
     """Figure 2 from two runs of lessons.trials.focusing.learning_to_focus (noise on both
     sides, noise on the left): the foci at start and end; for the left run also the path
-    of (mu, sigma) and the focused weights w * u."""
+    of (mu, sigma) and the focused weights w * u. which: the runs, in words (the title)."""
     pos = np.linspace(0, 1, left["u"].shape[1])
     fig, axes = plt.subplots(2, 2, figsize=(12, 7))
+    fig.suptitle(f"Figure 2 from {which}")
     for ax, side, run in ((axes[0, 0], "both", both), (axes[0, 1], "left", left)):
         ax.axvspan(run["lo"], run["hi"], color="0.9", label="informative inputs")
         for j in range(len(run["u"])):
@@ -62,9 +63,9 @@ def learning_to_focus(both, left):
     return fig
 
 
-def random_trials(trials):
+def random_trials(trials, source):
     """Figure 3: focused against dense test accuracy, one point per random trial
-    (dicts with "focus", "dense" and "noisy")."""
+    (dicts with "focus", "dense" and "noisy"); source: whose draws (the title)."""
     fig, ax = plt.subplots(figsize=(4.6, 4.4))
     for noisy, marker, label in [(True, "o", "noisy sets"), (False, "s", "clean sets")]:
         sel = [t for t in trials if t["noisy"] == noisy]
@@ -73,32 +74,40 @@ def random_trials(trials):
     ax.plot([0.4, 1], [0.4, 1], "k:", lw=0.8)
     ax.set_xlabel("focused network test accuracy")
     ax.set_ylabel("dense network test accuracy")
-    ax.set_title("Figure 3 at classroom scale")
+    ax.set_title(f"Figure 3: {len(trials)} draws ({source})")
     ax.legend(fontsize=8)
     return fig
 
 
-def fashion_curves(fashion, hidden):
-    """Table 2's runs: test accuracy per epoch, the mean over repeats of each net;
-    fashion = {net: [per-epoch accuracies of each repeat]}."""
+def fashion_curves(curves, title):
+    """Table 2's runs: test accuracy per epoch, the mean over repeats of each net with a band
+    of +- one std where there are several; curves = {net: [per-epoch accuracies of each
+    repeat]}."""
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    for kind, runs in fashion.items():
-        ax.plot(range(1, len(runs[0]) + 1), 100 * np.mean(runs, axis=0), marker=".", label=kind)
+    for kind, runs in curves.items():
+        runs = 100 * np.asarray(runs)
+        epochs, mean = np.arange(1, runs.shape[1] + 1), runs.mean(axis=0)
+        ax.plot(epochs, mean, marker="." if len(epochs) < 40 else None, label=kind)
+        if len(runs) > 1:
+            std = runs.std(axis=0, ddof=1)
+            ax.fill_between(epochs, mean - std, mean + std, alpha=0.25)
     ax.set_xlabel("epoch")
     ax.set_ylabel("test accuracy (%)")
-    ax.set_title(f"Fashion-MNIST, 2 hidden layers of {hidden}")
+    ax.set_title(title, fontsize=9)
     ax.legend()
     return fig
 
 
-def sparsity(curve, dense_last):
-    """Figure 9b: test accuracy (%) against sparsity, curve = [(sparsity, accuracy)], with
-    the dense net's accuracy as a line."""
+def sparsity(curves, dense, source):
+    """Figure 9b: test accuracy (%) against sparsity, one line per Focus-s repeat's
+    curve [(sparsity, accuracy)], with the dense nets' mean accuracy as a line."""
     fig, ax = plt.subplots(figsize=(5, 3.6))
-    ax.plot([100 * s for s, _ in curve], [a for _, a in curve], "o-", label="Focus-s pruned")
-    ax.axhline(dense_last, color="k", ls=":", label="Dense (unpruned)")
+    for k, curve in enumerate(curves):
+        ax.plot([100 * s for s, _ in curve], [a for _, a in curve], "o-", ms=3, color="C0",
+                alpha=0.7, label="Focus-s pruned" if k == 0 else None)
+    ax.axhline(np.mean(dense), color="k", ls=":", label="Dense (unpruned)")
     ax.set_xlabel("sparsity (% of focusing-layer weights zeroed)")
     ax.set_ylabel("test accuracy (%)")
-    ax.set_title("Figure 9b: accuracy vs out-of-focus pruning")
+    ax.set_title(f"Figure 9b on Fashion-MNIST: {len(curves)} repeat(s) ({source})", fontsize=9)
     ax.legend(fontsize=8)
     return fig
