@@ -44,7 +44,8 @@ class Evidence:
     fmt: str = "{:.3g}"
 
     def __post_init__(self):
-        if not isinstance(self.n, numbers.Integral) or self.n < 1 or self.mean is None or not self.source:
+        if not isinstance(self.n, numbers.Integral) or self.n < 1 or self.mean is None \
+                or not self.source:
             raise ValueError(f"Evidence: needs n (a count >= 1), a mean and a source, got "
                              f"n={self.n!r}, mean={self.mean!r}, source={self.source!r}")
 

@@ -63,7 +63,8 @@ def test_every_reason_under_a_lessons_table_cites_a_number_and_its_rule(lesson, 
     for line in run.stdout.splitlines():
         if line.startswith(("not reproduced: ", "partly: ")):
             cited = re.search(r" \(rule (\d+)\)$", line)
-            assert cited and cited.group(1) in rules, f"{lesson.name}: a verdict without its rule: {line}"
+            assert cited and cited.group(1) in rules, (
+                f"{lesson.name}: a verdict without its rule: {line}")
             reason = line[:cited.start()]
             assert re.search(r"\d", reason.split(": ", 2)[-1]) or "not measured" in reason, (
                 f"{lesson.name}: a reason without a measured number: {line}")
