@@ -1,5 +1,5 @@
-"""Lesson 3's figures (TMAF): each takes the lesson's numbers and returns a Figure; and
-its tables (Tables 3.1 and 3.3 beside the paper's, the step costs) as text."""
+"""Lesson 3's figures (TMAF): each takes the lesson's numbers and returns a Figure; and the
+step costs as text (lessons/closing/tmaf.py prints Tables 3.1 and 3.3 with the store's rows)."""
 import os
 
 import matplotlib.pyplot as plt
@@ -14,57 +14,85 @@ def _broken(x, y, jump):
     return np.where(np.append(np.abs(np.diff(y)) > jump, False), np.nan, x)
 
 
-def sigma_shapes(z, shapes):
-    """One panel per shape: title -> (breakpoints, sigma(z)); breakpoints dashed."""
+def sigma_shapes(x, shapes):
+    """One panel per shape: title -> (breakpoints, sigma(x)); breakpoints dashed."""
     fig, axes = plt.subplots(1, len(shapes), figsize=(4 * len(shapes), 3.4))
     for ax, (title, (breaks, sigma)) in zip(axes, shapes.items()):
-        ax.plot(_broken(z, sigma, 0.1), sigma)
+        ax.plot(_broken(x, sigma, 0.1), sigma)
         for s in breaks:
             ax.axvline(s, color="grey", lw=0.5, ls="--")
         ax.set_title(title, fontsize=9)
-        ax.set_xlabel("z")
-    axes[0].set_ylabel("sigma(z)")
+        ax.set_xlabel("x")
+    axes[0].set_ylabel("sigma(x)")
     return fig
 
 
-def smooth_errors(columns, errors):
-    """Error against width, one panel per depth; columns: (depth, width) pairs,
-    errors: kind -> one error per column."""
+def smooth_errors(columns, errors, where):
+    """Error against width, one panel per depth: each kind's median over seeds, with a bar
+    from the least to the largest seed's error. columns: (depth, width) pairs; errors: kind
+    -> [[error per seed] per column]; where: whose runs these are (the title says it)."""
     depths = sorted({d for d, _ in columns})
-    fig, axes = plt.subplots(1, len(depths), figsize=(4.5 * len(depths), 3.4), sharey=True)
+    fig, axes = plt.subplots(1, len(depths), figsize=(4.5 * len(depths), 3.6), sharey=True)
     for ax, depth in zip(axes, depths):
-        for kind, errs in errors.items():
-            ax.plot(*zip(*[(w, e) for (d, w), e in zip(columns, errs) if d == depth]), "o-",
-                    label=kind)
+        for shift, (kind, errs) in zip((0.94, 1.0, 1.06), errors.items()):
+            cells = [(w * shift, np.median(e), np.min(e), np.max(e))
+                     for (d, w), e in zip(columns, errs) if d == depth]
+            w, med, lo, hi = map(np.array, zip(*cells))
+            ax.errorbar(w, med, yerr=(med - lo, hi - med), fmt="o-", capsize=2, label=kind)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("neurons per hidden layer")
         ax.set_title(f"{depth} hidden layer{'s' if depth > 1 else ''}")
     axes[0].set_ylabel("relative L2 error")
     axes[0].legend()
+    fig.suptitle(f"{where}; median and range over seeds", fontsize=9)
     return fig
 
 
-def oscillatory_fits(x, target, runs):
-    """One panel per kind: the target in grey, the fit; runs: kind -> {"prediction", "error"}."""
-    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.0 * len(runs)), sharex=True)
+def oscillatory_fits(p, target, runs, where):
+    """One panel per kind: the target in grey, the fit; runs: kind -> {"prediction", "error"};
+    where: whose runs these are (the title says it)."""
+    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.0 * len(runs) + 0.4), sharex=True)
     for ax, (kind, run) in zip(axes, runs.items()):
-        ax.plot(x, target, color="lightgrey", lw=2.5, label="target")
-        ax.plot(x, run["prediction"], lw=1, label=kind)
+        ax.plot(p, target, color="lightgrey", lw=2.5, label="target")
+        ax.plot(p, run["prediction"], lw=1, label=kind)
         ax.set_title(f"{kind}: relative error {run['error']:.3f}", fontsize=9)
         ax.legend(loc="upper right", fontsize=7)
-    axes[-1].set_xlabel("x")
+    axes[-1].set_xlabel("p")
+    fig.suptitle(where, fontsize=9)
     return fig
 
 
-def neurons(x, values):
-    """Columns of values (n, k) as functions of the input x, broken where they jump."""
-    fig, ax = plt.subplots(figsize=(7, 3.4))
+def neurons(p, values, where):
+    """Columns of values (n, k) as functions of the network's input p, broken where they
+    jump; where: whose run this is (the title says it)."""
+    fig, ax = plt.subplots(figsize=(7, 3.6))
     for i in range(values.shape[1]):
-        ax.plot(_broken(x, values[:, i], 0.05), values[:, i], lw=1, label=f"neuron {i}")
-    ax.set_xlabel("input x")
-    ax.set_ylabel("sigma_i(w_i x + b_i)")
+        ax.plot(_broken(p, values[:, i], 0.05), values[:, i], lw=1, label=f"neuron {i}")
+    ax.set_xlabel("network input p")
+    ax.set_ylabel("sigma_i(w_i p + b_i)")
+    ax.set_title(f"diagonal TMAF, first hidden layer; {where}", fontsize=8)
     ax.legend(fontsize=7)
+    return fig
+
+
+def classification_curves(runs, where, keys=("train loss", "test loss")):
+    """One panel per key, one line per net: the mean over its runs per epoch, shaded from
+    the least to the largest run. runs: label -> [run dicts with a list per key]; where:
+    whose runs these are (the title says it)."""
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.4))
+    for ax, key in zip(axes, keys):
+        for label, rs in runs.items():
+            curves = np.array([r[key] for r in rs], dtype=float)
+            epochs = np.arange(1, curves.shape[1] + 1)
+            (line,) = ax.plot(epochs, curves.mean(axis=0), label=label)
+            if len(rs) > 1:
+                ax.fill_between(epochs, curves.min(axis=0), curves.max(axis=0),
+                                color=line.get_color(), alpha=0.2)
+        ax.set_xlabel("epoch")
+        ax.set_title(key)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(where, fontsize=9)
     return fig
 
 
@@ -73,32 +101,8 @@ def activation_cost(ms, width):
     fig, ax = plt.subplots(figsize=(5, 3.2))
     ax.bar(list(ms), list(ms.values()), color=["grey", "tab:blue", "tab:orange"][:len(ms)])
     ax.set_ylabel("ms (CPU), forward + backward")
-    ax.set_title(f"one activation layer on a (128, {width}) batch", fontsize=9)
+    ax.set_title(f"this run's timing: one activation layer on a (128, {width}) batch", fontsize=9)
     return fig
-
-
-def table_31(columns, paper, ours):
-    """Table 3.1 as text: the paper's errors, then ours, per column (depth, width);
-    paper and ours: kind -> one error per column."""
-    rows = [("column", *range(1, len(columns) + 1)), ("ours: layers", *(d for d, _ in columns)),
-            ("ours: width", *(w for _, w in columns))]
-    rows += [(f"paper {kind}", *(f"{e:.3f}" for e in errs[:len(columns)]))
-             for kind, errs in paper.items()]
-    rows += [(f"ours {kind}", *(f"{e:.3f}" for e in errs)) for kind, errs in ours.items()]
-    return f"\nTable 3.1, relative L2 error (paper: column settings lost)\n{table(rows)}"
-
-
-def table_33(paper, accuracy, dataset, sizes):
-    """Table 3.3 as text: test accuracy % per number of hidden layers, the paper's (on
-    MNIST; paper: depth -> (ReLU, TMAF)) above ours (accuracy: (kind, depth) -> %) on
-    dataset, with sizes = (training images, test images, epochs, width)."""
-    n_train, n_test, epochs, width = sizes
-    rows = [("test accuracy %", "ReLU", "TMAF")]
-    for depth, numbers in paper.items():
-        ours = (f"{accuracy[kind, depth]:.2f}" for kind in ("ReLU", "TMAF"))
-        rows += [(f"paper, {depth} hidden", *numbers), (f"ours, {depth} hidden", *ours)]
-    return (f"\nTable 3.3: paper on MNIST, ours on {dataset} ({n_train} training, {n_test} test "
-            f"images; width {width}, {epochs} epochs)\n{table(rows)}")
 
 
 def step_costs(cost, width, steps):
