@@ -44,7 +44,7 @@
 # the runs over N processes.
 #
 # **How the verdicts read.** The store holds every grid's `--full` runs (its tables
-# are printed where a verdict reads them). A verdict reads the store when it holds
+# are printed where they add to a verdict's line). A verdict reads the store when it holds
 # the grid whole from the current code, else this run's; its line prints what it
 # read: n, the mean, the spread (std) and standard error (se), and the source. Each
 # rule is printed once, under the closing table.
@@ -81,8 +81,8 @@ tu.manual_seed(0)
 # biases by m n unshared ones: m n + m parameters become 2 m n. Section 4 writes
 # the growth relative to the weights: parameters x (2 - 1/n), FLOPs x
 # (1.5 - 1/2n) (the m bias additions become m n additions; activation calls are
-# counted as free). For a k x k = L^2 convolution the biases are shared over
-# kernel positions and phi(b_ij + z) is cached once per (i, j): parameters
+# counted as free). For an L x L convolution the biases are shared over kernel
+# positions and $\varphi(b_{ij} + z_j)$ is cached once per (i, j): parameters
 # x (1 + 1/L^2 - 1/(n L^2)), FLOPs x (1 + 0.5 L^-2 (1 - 1/n)).
 #
 # First the two units side by side on one input, then the counts three ways:
@@ -121,7 +121,7 @@ def count_dense_operations(m, n):
     for i in range(n):
         for j in range(m):
             dac_bias_adds += 1        # DAC: b_ij + z_j, once per connection
-            linear += 2               # w_ij * phi(...), then add into y_i
+            linear += 2               # w_ij * phi(...), then add into f_i
     return 1 + (dac_bias_adds - shared_bias_adds) / linear  # growth over the 2 m n of the weights
 
 
@@ -263,7 +263,7 @@ for m, run in best_7b.items():
 # reaches zero at or left of a; one more term, also left of a, covers every PL_k
 # on [a, c] (docs/papers/dac.md, errata). datasets.random_pl_function draws its
 # functions in the representable form on such an interval. A standard unit
-# with replicated input is still phi(b + (sum_j w_j) x) (part 2). A standard
+# with replicated input is still $\varphi(b + (\sum_j w_j) x)$ (part 2). A standard
 # net needs two layers and 3k + 1 parameters (part 3): k hidden units for the
 # k - 1 bends and the first slope; with fewer hidden units it has fewer bends.
 #
@@ -363,7 +363,7 @@ closing.theorem_c1(results, K, pl_errors, n_params, exact_err, two_exact_err, SI
 # cached additions of section 1's count), with $a = 0$ on the padding, P positions
 # wide around the map. With the kernel's taps (p, q), p, q = 0, ..., L - 1 (the
 # paper's offsets are p - l, q - l, L = 2l + 1) and stride $\sigma$, output position
-# (h, k) of kernel i is
+# (h, k) of kernel i (eq. 5's names for positions) is
 #
 # $$f_{si}(h, k) = \sum_{j=1}^{m} \sum_{p,q=0}^{L-1} w_{ij}(p, q)\; a_{sij}(\sigma h + p - P,\ \sigma k + q - P).$$
 #
@@ -386,10 +386,10 @@ closing.theorem_c1(results, K, pl_errors, n_params, exact_err, two_exact_err, SI
 # (out, in); dA is $\partial E / \partial a$). Grade an exercise with
 # `python -m tinyunits.course grade --only dac_dB`.
 #
-# The check below is independent of both: the forward of eq. (4) in NumPy, and the
-# gradient of $E = \sum_{s,i} g_{si} f_{si}$ (so that $\partial E / \partial f = g$) by
-# central differences, one entry at a time, against the layer's backward on a batch
-# of four. The convolution's backward is checked by the library's `tu.gradcheck`
+# The check below uses neither result: it compares the layers' backward (the code the
+# exercises ask for) with the forward alone. For the dense layer: eq. (4) in NumPy, and
+# the gradient of $E = \sum_{s,i} g_{si} f_{si}$ (so that $\partial E / \partial f = g$) by
+# central differences, one entry at a time, on a batch of four. The convolution's backward is checked by the library's `tu.gradcheck`
 # (central differences along random directions, float64) with stride 2 and padding 1.
 
 # %%
@@ -403,15 +403,15 @@ def energy(z, W, B):
     return float((g * (W * np.maximum(B + z[:, None, :], 0)).sum(-1)).sum())
 
 
-def central_differences(wrt, h=1e-6):
+def central_differences(wrt, step=1e-6):
     """dE/d(entry), one entry of the array `wrt` names at a time."""
     arrays = {"z": z, "W": W, "B": B}
     grad = np.zeros_like(arrays[wrt])
     for index in np.ndindex(grad.shape):
         up, down = ({**arrays, wrt: arrays[wrt].copy()} for _ in range(2))
-        up[wrt][index] += h
-        down[wrt][index] -= h
-        grad[index] = (energy(**up) - energy(**down)) / (2 * h)
+        up[wrt][index] += step
+        down[wrt][index] -= step
+        grad[index] = (energy(**up) - energy(**down)) / (2 * step)
     return grad
 
 
@@ -428,7 +428,7 @@ conv_worst = max(r.max_rel for r in report.rows)
 print(f"dense, batch of {N}: backward vs central differences, largest gap {dense_gap:.1e}\n"
       f"conv 2->3, 3x3, stride 2, padding 1: gradcheck's largest relative error {conv_worst:.1e}")
 results.add("eq. (7) = backward = numerical", f"gap {dense_gap:.0e}", dense_gap < 1e-6,
-            rule="backward within 1e-6 of central differences (float64, h = 1e-6)",
+            rule="backward within 1e-6 of central differences (float64, step 1e-6)",
             evidence="every entry of W, B, z; n=1 draw, no spread",
             measured=f"largest gap {dense_gap:.1e} between backward and central differences")
 results.add("conv backward = numerical", f"rel. err {conv_worst:.0e}", report.ok,
@@ -458,7 +458,8 @@ figure(plots.granular_masking(shared_b, shared_mask, mask), "granular_masking.pn
 # weights, zero biases; the paper's nets have 5 to 16 layers and widths 16 to 250.
 # Ours (trials.SIZES): --quick widths 16 and 32, 3 layers, batch 256, 30 epochs;
 # --full widths 25 to 200, 5 layers, batch 1024, 300 epochs; both keep the best
-# validation epoch.
+# validation epoch of the whole run (the paper stops early instead: on the validation
+# MSE, from epoch 250, with a patience of 50 epochs).
 #
 # If the SGEMM file is not on this machine we use a stand-in, and say so: the
 # 2-D "random smooth map" regression of datasets.random_smooth_map (10201 grid
@@ -554,7 +555,8 @@ figure(plots.regression(mses, source), "regression.png")
 # training, batch 128, L2 on kernels only (2e-4, the paper's CIFAR-10 value),
 # He-normal kernels, zero biases. The test error is read at the epoch with the
 # best validation accuracy (the paper averages 5 replicates x 5 epochs around
-# it; we read each run's best epoch, one seed here, 5 in --full). --quick scales
+# it; we read each run's best epoch: this run's one seed, and the store's 5 seeds
+# of --full, which the verdict reads). --quick scales
 # everything down to fit the time on a CPU: images average-pooled to 14x14, a
 # 3-conv net (widths 8/16/32), a slice of the training set (6000 images), 8
 # epochs, batch 64 (for more steps). --full uses the paper's 20/16 structure

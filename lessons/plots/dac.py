@@ -39,7 +39,7 @@ def figure7a_learned(X, y, t, curves):
     ax.axhline(0.5, color="gray", ls="--", lw=0.8, label="threshold 0.5")
     ax.set_xlabel("t, the point (t, t)")
     ax.set_ylabel("output")
-    ax.set_title("Figure 7a learned: one unit on the three collinear points")
+    ax.set_title("Figure 7a, this run's trained units on the three collinear points")
     ax.legend(fontsize=7)
     return fig
 
@@ -52,7 +52,8 @@ def theorem_c1(x, target, fits, k):
     for label, residual in fits.items():
         ax.plot(x, residual, lw=1, label=label)
     ax.legend(fontsize=7)
-    ax.set_title("Theorem C.1: fits of a random PL_k, its best straight line subtracted", fontsize=9)
+    ax.set_title(f"Theorem C.1, this run's fits of a random PL_{k}, its best straight line "
+                 "subtracted", fontsize=9)
     return fig
 
 
