@@ -59,21 +59,20 @@ def learning_to_focus(results, ltf, mode):
                   "{:.2f}", "foci per seed that started outside the informative inputs, and of "
                   "them those that moved onto them")
     rule = (f"more than {verdicts.MOST:.0%} of the foci that started outside the informative "
-            "inputs end inside them, pooled over the seeds; the store's runs when it holds "
-            "them all, else this run's")
+            "inputs end inside them, pooled over the seeds")
     whole = len(held) == 2 * len(ltf)  # both quantities of both sides: the whole sweep
     runs = held_whole(trials, "focusing-ltf", lambda s: s["side"], lambda r: r) if whole else ltf
     source = "store" if whole else "this run"
     k, n = moved(ltf["left"][0])  # seed 0, the run in the figure
     per_seed = [a / b for a, b in map(moved, runs["left"]) if b]
-    results.add("noise left: foci moved onto informative (seed 0)", f"{k} of {n}", None,
+    results.add("noise left, seed 0: foci onto informative", f"{k} of {n}", None,
                 evidence=f"this run's seed 0, the figure's; one run, where the share per seed "
                          f"ranges {min(per_seed):.2f}-{max(per_seed):.2f} over {len(per_seed)} "
                          f"seeds ({source})")
     for side, side_runs in runs.items():
         k, n = (int(sum(c)) for c in zip(*map(moved, side_runs)))
         seeds = f"{len(side_runs)} seed{'s' * (len(side_runs) != 1)}"
-        results.add(f"noise {side}: foci moved onto informative", f"{k} of {n}",
+        results.add(f"noise {side}: foci onto informative", f"{k} of {n}",
                     verdicts.most(k, n), rule=rule, evidence=share(k, n, f"{source}, {seeds}"),
                     measured=f"{n - k} of the {n} foci that started outside the informative inputs "
                              f"ended outside them ({source}, {seeds} of "
@@ -83,8 +82,8 @@ def learning_to_focus(results, ltf, mode):
     wider, n_foci = sum(int((run["sigma"][-1] > 0.08).sum()) for run in every), 4 * len(every)
     results.add("apertures widened (sigma > 0.08)", f"{wider} of {n_foci}",
                 verdicts.most(wider, n_foci), evidence=share(wider, n_foci, f"{source}, both sides"),
-                rule="more than half of the foci end with sigma above its start, 0.08; the "
-                     "store's runs when it holds them all, else this run's",
+                rule=f"more than {verdicts.MOST:.0%} of the foci end with sigma above its start, "
+                     "0.08",
                 measured=f"{n_foci - wider} of {n_foci} foci ended no wider than they started "
                          f"({source})")
 
@@ -109,15 +108,15 @@ def random_trials(results, draws):
         here = [100 * (t["focus"] - t["dense"]) for t in draws if t["noisy"] == (label == "noisy")]
         gap = float(np.mean(gaps)) if gaps else float("nan")
         std = float(np.std(gaps, ddof=1)) if len(gaps) > 1 else 0.0
-        ours = f"{gap:+.2f} pts, focus better in {sum(g > 0 for g in gaps)} of {len(gaps)}"
+        ours = f"{gap:+.2f} pts"
         if whole:
-            ours += f"; this run {np.mean(here):+.2f} (n={len(here)})" if here else "; none this run"
+            ours += f" (this run {np.mean(here):+.2f}, n={len(here)})" if here else ""
         results.add(f"random trials, {label}: focus - dense", ours, holds(gaps) if gaps else False,
-                    rule=rule + ", over the store's draws when it holds all 750, else this run's",
+                    rule=rule,
                     evidence=verdicts.Evidence.of(gaps, source, "{:.2f}") if gaps else "no draws",
                     measured=f"mean {gap:+.2f} pts, std {std:.2f} (standard error "
                              f"{std / np.sqrt(max(len(gaps), 1)):.2f}), over {len(gaps)} {label} "
-                             f"draws ({source})")
+                             f"draws ({source}); focus better in {sum(g > 0 for g in gaps)}")
     return read, source
 
 
@@ -151,9 +150,8 @@ def fashion(results, curves, mode):
             evidence = verdicts.Evidence(len(accs[kind]), gap, f"{source}; the gap to Dense, pts",
                                          se=se, fmt="{:.2f}")
             rule = (f"the gap to Dense (mean best accuracy) counts above {verdicts.NOISE_SE:g} "
-                    f"standard errors: over the repeats, or for one repeat, of two accuracies on "
-                    f"the test images; {verdicts.GAIN_RULE}; over the store's 5 repeats when it "
-                    "holds them all, else this run's")
+                    f"standard errors (over the repeats; for one repeat, of two accuracies on "
+                    f"the test images); {verdicts.GAIN_RULE}")
         results.add(f"Fashion {kind}: best test acc", f"{mean[kind]:.2f} %", claim, rule=rule,
                     evidence=evidence,
                     measured=f"{kind} {mean[kind]:.2f} % against Dense {mean['Dense']:.2f} % "
@@ -173,11 +171,11 @@ def catching_up(kind):
     lead = {epoch: mean["Dense"][epoch - 1] - mean[kind][epoch - 1] for epoch in (early, last)}
     gain = {net: curve[-1] - curve[last // 2 - 1] for net, curve in mean.items()}
     closes = lead[last] < lead[early] and gain[kind] > gain["Dense"]
-    return (f"on the mean test curves Dense leads {kind} by {lead[early]:.2f} pt at epoch {early} "
-            f"and by {lead[last]:.2f} at epoch {last}, and gains {gain['Dense']:+.2f} pt over "
-            f"epochs {last // 2 + 1}-{last} to {kind}'s {gain[kind]:+.2f}: " + (
-                "the gap closes, as the paper's 'win later' says, but is not closed in "
-                f"{last} epochs" if closes and lead[last] > 0 else
+    return (f"Dense leads by {lead[early]:.2f} pt at epoch {early} and {lead[last]:.2f} at "
+            f"{last}; over epochs {last // 2 + 1}-{last} {kind} gains {gain[kind]:+.2f} pt, Dense "
+            f"{gain['Dense']:+.2f}: " + (
+                f"the gap closes, as the paper's 'win later' says, but not in {last} epochs"
+                if closes and lead[last] > 0 else
                 "the gap closes, as the paper's 'win later' says" if closes else
                 "the gap does not close (the paper: the focused nets win later)"))
 
@@ -192,21 +190,20 @@ def sparsity(results, curves, dense, source):
             for c, u in zip(curves, unpruned)]
     above = [100 * verdicts.sparsity_kept(c, float(np.mean(dense))) for c in curves]
     for what, reached, against, floor, measured in (
-            ("sparsity, acc within 0.5 pt of unpruned", kept,
+            ("sparsity within 0.5 pt of unpruned", kept,
              f"unpruned {np.mean(unpruned):.2f} %", f"more than {verdicts.SPARSITY_BAND:g} pt "
              "under the unpruned net's", f"the accuracy first leaves the band above "
              f"{np.mean(kept):.1f} % sparsity (mean over {len(kept)} curve(s))"),
-            ("sparsity, acc still >= dense", above, f"dense {np.mean(dense):.2f} %",
+            ("sparsity with acc >= dense", above, f"dense {np.mean(dense):.2f} %",
              "under the dense net's",
              f"the focused net starts at {np.mean(unpruned):.2f} %, "
              f"{'below' if np.mean(unpruned) < np.mean(dense) else 'above'} the dense net's "
              f"{np.mean(dense):.2f} %, and stays >= it up to {np.mean(above):.1f} % sparsity")):
-        results.add(what, f"{np.mean(reached):.1f} % (Fashion, {against})",
+        results.add(what, f"{np.mean(reached):.1f} % ({against})",
                     bool(np.mean(reached) >= verdicts.SPARSITY_CLAIM),
                     evidence=verdicts.Evidence.of(reached, source, "{:.1f}"),
                     rule=f"the largest sparsity below which the accuracy never falls {floor}, "
-                         f"mean over the Focus-s repeats, is >= {verdicts.SPARSITY_CLAIM:g} %; the "
-                         "store's repeats when it holds them all, else this run's",
+                         f"mean over the Focus-s repeats, is >= {verdicts.SPARSITY_CLAIM:g} %",
                     measured=measured)
 
 
@@ -229,7 +226,7 @@ def step_overhead(results, times, batch):
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"training step 784->800, best of {len(times['dense'])}: dense {fastest['dense']:.1f} ms, "
           f"focus {fastest['focus']:.1f} ms; median ratio {median_ratio:.2f}x (load {load:.1f})")
-    results.add("training step time, focus / dense", f"{ratio:.2f}x (CPU, batch {batch})",
+    results.add("step time, focus / dense", f"{ratio:.2f}x (CPU, batch {batch})",
                 ratio <= verdicts.FOCUS_OVERHEAD,
                 evidence=f"n={len(times['dense'])} interleaved steps each; fastest ratio "
                          f"{ratio:.2f}, median {median_ratio:.2f}; this run",

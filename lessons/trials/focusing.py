@@ -65,11 +65,11 @@ _JAMMED = ("{measured}; the paper saw neurons 'jammed in noisy input regions' to
 SHORTER = ("the paper trains 60000 images, H = 800, 200 epochs, 5 repeats, and notes that the "
            "dense net learns faster and the focused nets win later, by overfitting less")
 PAPER = {
-    "backward (eq. 8 + the scaler's term) vs finite differences": (
+    "backward vs finite differences": (
         "eq. (8) only", "a bug in the layer's backward (focusing_dmu, focusing_dsigma)"),
-    "noise left: foci moved onto informative (seed 0)": ("most (Fig. 2b)", ""),  # no verdict
-    "noise left: foci moved onto informative": ("most (Fig. 2b)", _JAMMED),
-    "noise both: foci moved onto informative": ("most (Fig. 2a)", _JAMMED),
+    "noise left, seed 0: foci onto informative": ("most (Fig. 2b)", ""),  # no verdict
+    "noise left: foci onto informative": ("most (Fig. 2b)", _JAMMED),
+    "noise both: foci onto informative": ("most (Fig. 2a)", _JAMMED),
     "apertures widened (sigma > 0.08)": (
         "most foci", "the paper explains its wider apertures by four neurons sharing the whole "
         "input field, in one run; {measured}; ours follow the author's script where its text "
@@ -78,11 +78,11 @@ PAPER = {
     "random trials, clean: focus - dense": ("similar", "{measured}"),
     **{f"Fashion {kind}: best test acc": (paper, "{measured}") for kind, paper in (
         ("Dense", "90.26 %"), ("Focus-s", "91.16 %"), ("Focus-c", "90.90 %"), ("Fixed-s", "89.83 %"))},
-    "Fig. 7a: Focus-s sigma, mean after training": ("0.025 -> ~0.1 (MNIST)", ""),
-    "sparsity, acc within 0.5 pt of unpruned": (
+    "Fig. 7a: Focus-s mean sigma, trained": ("0.025 -> ~0.1 (MNIST)", ""),
+    "sparsity within 0.5 pt of unpruned": (
         "~70 % (MNIST, Fig. 9b)", "Fashion-MNIST, not MNIST; {measured}"),
-    "sparsity, acc still >= dense": ("> 70 % (MNIST)", "{measured}"),
-    "training step time, focus / dense": (
+    "sparsity with acc >= dense": ("> 70 % (MNIST)", "{measured}"),
+    "step time, focus / dense": (
         "1.14-1.3x (whole nets)", "{measured}, on a CPU, for one layer; the paper timed whole "
         "networks, 1.14x and 1.17x on a K40 GPU; not measured by this lesson: the ratio on a GPU "
         "(our runs on an H100: tests/benchmarks/README.md, B6-lin)"),
