@@ -210,8 +210,8 @@ def test_every_parameter_refuses_what_is_not_a_parameter(make, dotted):
 
 def _sub_module_cases():
     for mod, (make, _) in MODULES.items():
-        for prefix, _ in list(make().named_modules())[1:]:
-            yield pytest.param(make, prefix[:-1], id=f"{mod}-{prefix[:-1]}")
+        for dotted, _ in list(make().named_modules())[1:]:
+            yield pytest.param(make, dotted, id=f"{mod}-{dotted}")
 
 
 @pytest.mark.parametrize("make, dotted", list(_sub_module_cases()))

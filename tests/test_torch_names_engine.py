@@ -247,3 +247,16 @@ def test_default_dtype_is_a_name_and_a_wrong_one_names_the_setter():
     for bad in (np.float64, "float16", None):
         with pytest.raises(ValueError, match="^set_default_dtype: name must be one of"):
             tu.set_default_dtype(bad)
+
+
+# -------------------------------------------------------------------- Module.named_modules
+def test_named_modules_names_as_pytorchs(torch):
+    from tinyunits import nn
+    ours = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU()))
+    theirs = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Sequential(torch.nn.ReLU()))
+    for prefix in ("", "net"):
+        # the names ended in "." ("0.", "1.0."), and a prefix ran into them ("net0.")
+        assert [n for n, _ in ours.named_modules(prefix)] == \
+            [n for n, _ in theirs.named_modules(prefix=prefix)]
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert sorted(ours.state_dict()) == sorted(theirs.state_dict())

@@ -1,19 +1,18 @@
 """Module and Parameter: the containers that hold a model's state.
 
 A Module registers every Parameter, sub-Module and buffer assigned to it as an
-attribute, in order, so that parameters(), state_dict() and the optimisers find
-them. A Parameter shared by several modules (one InnerNet used by many layers)
-is listed once.
+attribute, in order, so that parameters(), state_dict() and the optimisers find them. A
+Parameter shared by several modules (one InnerNet used by many layers) is listed once.
 
-Once registered, an attribute keeps its kind: a parameter's name takes only a
-Parameter, a sub-module's only a Module, a buffer's only an array (or None where
-it is optional). Anything else is refused, since it would drop the old entry
-from parameters() and from the checkpoint without a word.
+Once registered, an attribute keeps its kind: a parameter's name takes only a Parameter,
+a sub-module's only a Module, a buffer's only an array (or None where it is optional).
+Anything else is refused, since it would drop the old entry from parameters() and from
+the checkpoint without a word.
 
 For the same reason an attribute may not hold what cannot be registered but looks
 trainable: a list, tuple, dict or set holding Modules, Parameters or tensors that
-require grad (use nn.Sequential, or one attribute each), or a plain tensor that
-requires grad (use nn.Parameter).
+require grad (use nn.Sequential, or one attribute each), or a plain tensor that requires
+grad (use nn.Parameter).
 """
 from __future__ import annotations
 
@@ -107,14 +106,21 @@ class Module:
 
     # ------------------------------------------------------------------ traversal
     def named_modules(self, prefix=""):
+        """(dotted name, module) pairs, this one first (named prefix), as PyTorch's; a module
+        shared by several is listed at each place (PyTorch's lists it once)."""
+        for dotted, m in self._walk(f"{prefix}." if prefix else ""):
+            yield dotted[:-1], m
+
+    def _walk(self, prefix=""):
+        # named_modules with each name ending in ".", so that a parameter's is prefix + name
         yield prefix, self
         for name, m in self._modules.items():
-            yield from m.named_modules(f"{prefix}{name}.")
+            yield from m._walk(f"{prefix}{name}.")
 
     def named_parameters(self):
         """(dotted name, Parameter) pairs; a shared Parameter appears once."""
         seen = set()
-        for prefix, m in self.named_modules():
+        for prefix, m in self._walk():
             for name, p in m._params.items():
                 if id(p) not in seen:
                     seen.add(id(p))
@@ -163,7 +169,7 @@ class Module:
     def state_dict(self) -> dict:
         """Name -> array for every parameter and buffer (the arrays themselves)."""
         state = {name: p.data for name, p in self.named_parameters()}
-        for prefix, m in self.named_modules():
+        for prefix, m in self._walk():
             state.update({prefix + name: b for name, b in m._buffers.items() if b is not None})
         return state
 
@@ -177,7 +183,7 @@ class Module:
         if not isinstance(state, dict):
             raise TypeError(f"{where}: state must be a dict of arrays, got {type(state).__name__}")
         own = self.state_dict()
-        optional = {prefix + name: (m, name, shape) for prefix, m in self.named_modules()
+        optional = {prefix + name: (m, name, shape) for prefix, m in self._walk()
                     for name, shape in m._optional.items()}
         missing = sorted(set(own) - set(state) - set(optional))
         unexpected = sorted(set(state) - set(own) - set(optional))
@@ -196,7 +202,7 @@ class Module:
             if value.dtype.kind == "f" and not backend.get_array_module(value).isfinite(
                     value).all().item():  # as tinyunits.load: the model would compute NaN
                 raise ValueError(f"{where}: {name} must be finite, got NaN or inf in the state")
-        for prefix, m in self.named_modules():
+        for prefix, m in self._walk():
             mine = {n: state[prefix + n] for n in (*m._params, *m._buffers) if prefix + n in state}
             m.check_state(mine, f"{where}, module {prefix[:-1]!r}" if prefix else where)
         params = dict(self.named_parameters())
@@ -211,11 +217,10 @@ class Module:
             m.register_buffer(attr, value, shape)
 
     def check_state(self, state: dict, where: str) -> None:
-        """Raise if a value of `state` (this module's own names, without the dotted
-        prefix, to the arrays about to be loaded) is one the module cannot hold though its
-        shape fits; load_state_dict asks every module before it writes anything.
-        A unit with conditions on its state (TMAF's breakpoints) checks them here as its
-        constructor does."""
+        """Raise if a value of `state` (this module's own names, without the dotted prefix,
+        to the arrays about to be loaded) is one the module cannot hold though its shape
+        fits; load_state_dict asks every module before it writes anything. A unit with
+        conditions on its state (TMAF's breakpoints) checks them here as its constructor does."""
 
     # ------------------------------------------------------------------ checks
     def check_input(self, x, ok: bool, expected: str) -> None:
@@ -224,9 +229,8 @@ class Module:
             raise TypeError(f"{self!r}: expected a tinyunits Tensor, got {type(x).__name__}")
         if not ok:
             raise ValueError(f"{self!r}: expected input {expected}, got {tuple(x.shape)}")
-        first = next(iter(self._params.values()), None)
-        if first is None and self._modules:  # a block (HanMixerBlock): its first layer's dtype
-            first = next((p for _, p in self.named_parameters()), None)
+        # its own first parameter's, or in a block (HanMixerBlock) its first layer's
+        first = next((p for _, p in self.named_parameters()), None)
         dtype = None if first is None else first.dtype
         if dtype is not None and x.dtype != dtype:
             raise TypeError(f"{self!r}: expected {dtype} input (the dtype of its "

@@ -198,12 +198,11 @@ class Tensor:
         if not self.requires_grad:
             raise RuntimeError("backward: this tensor does not require grad "
                                "(no input to it had requires_grad=True)")
-        xp = backend.get_array_module(self._data)
         if grad is None:
             if self._data.size != 1:
                 raise RuntimeError(f"backward: output of shape {self.shape} is not a "
                                    "scalar; pass grad= of the same shape")
-            grad = xp.ones_like(self._data)
+            grad = backend.get_array_module(self._data).ones_like(self._data)
         else:
             grad = _seed_gradient(grad, self)
         # an array handed to one .grad is never handed to another (nor is the user's
@@ -265,8 +264,7 @@ def _check_unchanged(fn, out: Tensor) -> None:
 
 def _seed_gradient(grad, out: Tensor):
     """backward(grad=...) as an array of out's shape and dtype on out's backend."""
-    if isinstance(grad, Tensor):
-        grad = grad.data
+    grad = grad._data if isinstance(grad, Tensor) else grad
     if (not backend.is_array(grad)
             or backend.get_array_module(grad) is not backend.get_array_module(out.data)):
         try:  # host data (a list, a NumPy array on the GPU path) moves explicitly
@@ -283,8 +281,7 @@ def _seed_gradient(grad, out: Tensor):
 
 
 def _refuse_gradient(leaf: Tensor) -> None:
-    """A leaf of an integer or bool dtype cannot hold a gradient: it would be truncated
-    (tu.tensor refuses requires_grad=True for one; setting it later gets here)."""
+    """An integer or bool leaf would truncate its gradient (set to require one after tu.tensor)."""
     raise TypeError(f"backward: a leaf tensor that requires grad must be floating (only "
                     "floats have gradients: one in its dtype would be truncated), got dtype "
                     f"{leaf.dtype} (shape {tuple(leaf.shape)}); make it with a float dtype, "
