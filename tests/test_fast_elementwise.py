@@ -1,5 +1,5 @@
 """tinyunits.fast.elementwise: ReLU's drop-in gives its reference's bits (tinyunits.ops's
-x * (x > 0)), in either layout and dtype, for a g broadcast as DAC's blocks pass it,
+finite_below(x) * (not x <= 0)), in either layout and dtype, for a g broadcast as DAC's blocks pass it,
 and on any number of threads."""
 import numpy as np
 import pytest
@@ -12,7 +12,8 @@ from fast_support import (assert_same_bits, both, bits_on_thread_counts,  # noqa
                           channel_major, thread_counts, threading)
 
 
-# -inf * (x > 0) and inf * 0 are NaN, in the drop-in as in the reference: NumPy warns
+# g * mask with an infinite g where the mask is 0 is NaN, in the drop-in as in the
+# reference: NumPy warns
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in multiply")
 
 
@@ -26,13 +27,14 @@ def awkward(rng, shape, at=0):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("layout", ["batch", "channel"])
 def test_the_drop_in_gives_the_references_bits(rng, threading, layout, dtype):
-    """-0.0 for negative x and for -0.0, NaN stays NaN, in y and in dx."""
+    """-0.0 for negative x, for -0.0 and for -inf, NaN stays NaN, in y and in dx."""
     x, g = awkward(rng, (6, 3, 5, 4)), awkward(rng, (6, 3, 5, 4), at=7)  # g's apart from x's
     if layout == "channel":  # as a conv's output arrives; g arrives batch-major
         x = channel_major(x)
     got, want = both(ops.relu, [x], g, dtype)
     assert_same_bits(got, want, ("y", "dx"))
     assert np.signbit(want[0].flat[1]) and np.isnan(want[0].flat[2])
+    assert want[0].flat[4] == 0 and np.signbit(want[0].flat[4])  # relu(-inf), as PyTorch's 0
 
 
 @pytest.mark.parametrize("g_shape", [(4, 6, 1), (4, 6, 5), (1, 6, 5)])

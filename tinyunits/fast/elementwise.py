@@ -1,4 +1,5 @@
-"""ReLU's drop-in: the reference's x * (x > 0), each CPU thread its share of the batch.
+"""ReLU's drop-in: the reference's finite_below(x) * mask, mask = not x <= 0, each CPU
+thread its share of the batch.
 
 NumPy runs an elementwise pass on one core; here the batch is split over the
 threads (tinyunits.fast.threads), each pass writing into its output (no
@@ -17,7 +18,10 @@ class ReLU(elementwise.ReLU):
         y, self.mask = xp.empty_like(x), buffers.borrow_like(x, bool)  # x's layout
 
         def part(x, y, mask):
-            xp.greater(x, 0, out=mask)
+            xp.less_equal(x, 0, out=mask)
+            xp.logical_not(mask, out=mask)
+            if x.dtype.kind == "f":  # -inf raised to the lowest finite number (finite_below)
+                x = xp.clip(x, xp.finfo(x.dtype).min, xp.inf, out=y)
             xp.multiply(x, mask, out=y)
         threads.split(part, x, y, self.mask)
         return y

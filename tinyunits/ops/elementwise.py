@@ -1,7 +1,11 @@
-"""Elementwise functions and activations, each with its derivative beside it."""
+"""Elementwise functions and activations, each with its derivative beside it.
+
+At +-inf and NaN each gives PyTorch's value and gradient (tests/test_ops_nonfinite.py),
+but GELU, which gives its limits where PyTorch's gives NaN (see GELU).
+"""
 import math
 
-from .. import validate
+from .. import backend, validate
 from ..backend import get_array_module
 from ..function import Function, constant_dtype
 
@@ -27,21 +31,39 @@ class Log(Function):
 class Abs(Function):
     def forward(self, x):
         xp = get_array_module(x)
-        self.sign = xp.sign(x)
+        self.sign = xp.nan_to_num(xp.sign(x), copy=False)  # a NaN's slope is 0, as PyTorch's
         return xp.abs(x)
 
     def backward(self, g):
         return (g * self.sign,)
 
 
+def finite_below(x):
+    """x with -inf raised to the lowest finite number of its dtype, so that x * 0 is a
+    zero there, not NaN (integers come back as they are)."""
+    xp = get_array_module(x)
+    return xp.clip(x, xp.finfo(x.dtype).min, xp.inf) if x.dtype.kind == "f" else x
+
+
+def times(a, x):
+    """a * x, where a = 0 gives 0 at x = +-inf too (its limit; IEEE's 0 * inf is NaN):
+    TMAF's levels use it, so that init="relu" is 0 at -inf, as relu is. NaN stays NaN."""
+    xp = get_array_module(x)
+    with backend.host_module().errstate(invalid="ignore"):  # 0 * inf: replaced below
+        y = a * x
+    return xp.where(xp.isnan(y), a * xp.nan_to_num(x, nan=xp.nan), y)
+
+
 class ReLU(Function):
-    """max(x, 0) as x * (x > 0): -0.0 for negative x (as TMAF's ReLU init gives), and
-    NaN stays NaN. backward(g) broadcasts g against the mask (DAC's blocks pass g
-    broadcast along their inputs)."""
+    """max(x, 0) as x * mask, with PyTorch's answers at the edges: relu(-inf) = 0, NaN
+    stays NaN, and the gradient passes where x > 0 or x is NaN (PyTorch's rule: not
+    x <= 0). Negative x give -0.0 (0 * x), as TMAF's init="relu" does: the two agree bit
+    for bit. backward(g) broadcasts g against the mask (DAC's blocks pass g broadcast
+    along their inputs)."""
 
     def forward(self, x):
-        self.mask = x > 0
-        return x * self.mask
+        self.mask = ~(x <= 0)
+        return finite_below(x) * self.mask  # -inf * 0 would be NaN
 
     def backward(self, g):
         return (g * self.mask,)
@@ -82,12 +104,14 @@ class Sigmoid(Function):
 
 
 class GELU(Function):
-    """The tanh approximation: x/2 (1 + tanh(c (x + 0.044715 x^3))), c = sqrt(2/pi).
+    """The tanh approximation: x/2 (1 + tanh(c (x + 0.044715 x^3))), c = sqrt(2/pi), which
+    is PyTorch's gelu(x, approximate="tanh"); PyTorch's default is the exact x Phi(x).
 
     tanh's argument is computed from x clipped to [-SATURATED, SATURATED]: past it
     tanh is +-1 exactly in float32 and float64, so nothing changes, but x^3 and the
     slope's x * x stay finite (unclipped, a large |x| gave the slope inf * 0 = NaN).
-    DAC's CUDA kernels (fast/dac_cuda.cu) clip the same way.
+    DAC's CUDA kernels (fast/dac_cuda.cu) clip the same way. So gelu gives its limits
+    at +-inf: value 0 and slope 0 at -inf, value inf and slope 1 at inf (PyTorch: NaN).
     """
 
     C = math.sqrt(2 / math.pi)
@@ -96,7 +120,8 @@ class GELU(Function):
     def forward(self, x):
         self.xc = get_array_module(x).clip(x, -self.SATURATED, self.SATURATED)
         self.t = get_array_module(x).tanh(self.C * (self.xc + 0.044715 * self.xc ** 3))
-        return 0.5 * x * (1 + self.t)
+        # x below -SATURATED: 1 + t is 0, and so is the value (-inf * 0 would be NaN)
+        return 0.5 * get_array_module(x).maximum(x, -self.SATURATED) * (1 + self.t)
 
     def backward(self, g):
         x, t = self.xc, self.t  # where x was clipped, 1 - t * t is 0

@@ -50,6 +50,7 @@ from ..backend import get_array_module
 from ..function import Function
 from ..init import uniform, zeros
 from ..module import Module, Parameter
+from ..ops.elementwise import times  # level * x, but 0 * +-inf = 0 (relu(-inf) is 0)
 
 KINDS = ("diagonal", "tridiagonal")
 INITS = ("relu", "leaky", "identity", "random")
@@ -120,9 +121,8 @@ class DiagonalTMAFFn(Function):
         bins, slope_bins = _bins(x, self.breakpoints)
         self.x, self.shape = x, levels.shape
         self.index = _flat_index(bins, levels.shape[1])
-        flat = levels.ravel()
-        self.slope = flat.take(_flat_index(slope_bins, levels.shape[1]))
-        return flat.take(self.index) * x
+        self.slope = levels.ravel().take(_flat_index(slope_bins, levels.shape[1]))
+        return times(levels.ravel().take(self.index), x)
 
     def backward(self, g):
         dx = g * self.slope                                                  # (eq. B1)
@@ -144,8 +144,8 @@ class TridiagonalTMAFFn(Function):
         self.l, self.u = lower.ravel().take(self.index), upper.ravel().take(self.index)
         self.slope = levels.ravel().take(_flat_index(slope_bins, levels.shape[1]))
         self.x, self.x_prev, self.x_next = x, _previous(x), _next(x)
-        self.shape = levels.shape
-        return self.l * self.x_prev + levels.ravel().take(self.index) * x + self.u * self.x_next
+        self.shape, t = levels.shape, levels.ravel().take(self.index)
+        return times(self.l, self.x_prev) + times(t, x) + times(self.u, self.x_next)
 
     def backward(self, g):
         dx = g * self.slope + _next(g * self.l) + _previous(g * self.u)     # (eq. B3)
