@@ -82,8 +82,8 @@ results = Results("paper", claims=focus_trials.PAPER, settings=S)  # the closing
 # sigma -> infinity gives u -> 1, a dense neuron.
 #
 # **Backward.** The layers above send back delta_rj = dE/dnet_rj, for E the loss of
-# the batch (eq. 9's dE/da da/df, with f above us). Every row of the batch uses the
-# same K, so K's gradient sums over the rows:
+# the batch: the part of eq. (9)'s chain that lies above this layer. Every row of
+# the batch uses the same K, so K's gradient sums over the rows:
 #
 #     dE/dK_ji = sum_r delta_rj x_ri
 #     dE/dw_ji = dE/dK_ji u_ji,   dE/db_j = sum_r delta_rj,   dE/dx_ri = sum_j delta_rj K_ji
@@ -93,8 +93,8 @@ results = Results("paper", claims=focus_trials.PAPER, settings=S)  # the closing
 #     dE/dtheta   = sum_i dE/dK_ji w_ji du_ji/dtheta
 #     du_ji/dtheta = s_j dphi_ji/dtheta + phi_ji ds_j/dtheta
 #
-# The first term is the paper's eq. (8); with d_ji = tau_i - mu_j (where input i
-# sits, seen from the focus) it reads
+# The first term holds the paper's eq. (8); with d_ji = tau_i - mu_j (where input i
+# sits, seen from the focus) eq. (8) reads
 #
 #     dphi_ji/dmu_j    = phi_ji d_ji / sigma_j^2
 #     dphi_ji/dsigma_j = phi_ji d_ji^2 / sigma_j^3                          (8)
@@ -159,7 +159,7 @@ derivatives = {  # eq. (8) times s (the scaler held fixed), and du/dtheta by cen
               (u_of(mu, sigma + eps) - u_of(mu, sigma - eps)) / (2 * eps))}
 figure(plots.focus_function(tau, shapes, derivatives, mu, sigma), "focus_function.png")
 for which, (eq8, du) in derivatives.items():
-    print(f"d u / d {which} at mu={mu}, sigma={sigma}: eq. (8) alone misses by up to "
+    print(f"du/d{which} at mu={mu}, sigma={sigma}: eq. (8) alone misses it by up to "
           f"{np.abs(eq8 - du).max() / np.abs(du).max():.0%} of its peak; sum_i u_i du_i/d{which} "
           f"= {u_of(mu, sigma) @ du:+.1e}")
 
@@ -202,7 +202,8 @@ results.add("backward vs finite differences",
 # %% [markdown]
 # ## 2. One focusing neuron, trained
 #
-# The training loop every later section runs, written out once. One focusing neuron
+# The training loop that tinyunits.train.fit runs for the later sections, written
+# out once. One focusing neuron
 # learns a linear target from 40 inputs of N(0, 1) noise: t = the sum of inputs 25-32
 # (positions 0.62-0.79) plus N(0, 1) noise, from 200 training rows. Its focus starts
 # at mu = 0.4, sigma = 0.08, off the informative inputs. SGD with momentum 0.9, batch
@@ -295,9 +296,9 @@ print(f"test MSE (the target's own noise: 1): focus {test_mse['focus']:.2f}, den
 # store's paper-scale rows when it holds them all, else this run's. We also
 # report the share of each neuron's focus mass u^2 that falls on informative
 # inputs. Seed 0 is the run we plot, as the paper plots one run; it gets a row
-# but no verdict of its own, since the seeds show how little one run can say. One run is `learning_to_focus` in
-# lessons/trials/focusing.py (this recipe, line for line); we run it for each
-# seed and noise layout.
+# but no verdict of its own, since the seeds show how little one run can say.
+# One run is `learning_to_focus` in lessons/trials/focusing.py (this recipe,
+# line for line); we run it for each seed and noise layout.
 
 # %%
 ltf_trials, ltf_runs = trial_grid(focus_trials, "focusing-ltf")  # each side, each seed
@@ -348,7 +349,7 @@ closing.learning_to_focus(results, ltf, SIZE)  # the store's rows too
 # the focused and the dense net on that set and returns each one's best test
 # accuracy. --full runs the paper's 750 draws through tinyunits.sweep (keep the
 # results in lessons/results/sweeps.sqlite; `--workers 2` runs two at a time); every
-# mode prints what the store holds of them, once, below the figure.
+# mode prints what the store holds of them, once, above the figure.
 n_draws, trial_epochs = S["trials"]
 draws = focus_trials.paper_trials(n_draws, full=SIZE == "full", epochs=trial_epochs)
 outcomes = grid(focus_trials.SWEEP, focus_trials.TRIAL, draws)
@@ -357,7 +358,8 @@ evidence_draws, source = closing.random_trials(results, trials)  # the store's d
 figure(plots.random_trials(evidence_draws, source), "random_trials.png")
 clean = sorted((t["focus"] - t["dense"], t["n_inf"], t["hidden"]) for t in trials if not t["noisy"])
 print(f"random trials: {len(trials)} draws (the paper: 750); clean-set gaps, focus - dense, "
-      "with (nL, hidden): " + (", ".join(f"{100 * g:+.1f} ({n}, {h})" for g, n, h in clean) or "none"))
+      "with (nL, hidden): " + (", ".join(f"{100 * g:+.1f} ({n}, {h})" for g, n, h in clean)
+                               or "none"))
 
 # %% [markdown]
 # ## 5. Fashion-MNIST: Dense vs Focus-s vs Focus-c vs Fixed-s (Table 2)
@@ -384,7 +386,8 @@ print(f"random trials: {len(trials)} draws (the paper: 750); clean-set gaps, foc
 # is read as the lessons' other gains (`verdicts.gain`): the gap counts above 2
 # standard errors (over the repeats, or for one repeat, of two accuracies on the
 # test images), and one that does not is NO only where the paper's gap lies
-# beyond that noise.
+# beyond that noise. The verdicts, the figure and Figure 7a's apertures read the
+# store's 5 paper-scale repeats when it holds them all, else this run's.
 
 # %%
 _, _, H, fm_epochs, _ = S["fashion"]
@@ -401,11 +404,13 @@ print(f"nets at their best in the last of {fm_epochs} epochs: {', '.join(rising)
 # %%
 curves, fm_source = closing.fashion(results, fashion, SIZE)  # the store's repeats, if whole
 width = H if fm_source == "this run" else focus_trials.SIZES["full"]["fashion"][2]
-figure(plots.fashion_curves(curves, f"Fashion-MNIST, 2 hidden layers of {width}: {len(curves['Dense'])} "
-                                    f"repeat(s) ({fm_source}), mean +- std"), "fashion_mnist.png")
-sigmas = fm["Focus-s"][0]["sigma"]  # both focusing layers, every neuron, this run's repeat 0
+figure(plots.fashion_curves(curves, f"Fashion-MNIST, 2 hidden layers of {width}: "
+                                    f"{len(curves['Dense'])} repeat(s) ({fm_source}), mean +- std"),
+       "fashion_mnist.png")
+evidence_runs = closing.fashion_runs(fm, fm_source)  # each net's runs: the store's, if whole
+sigmas = np.concatenate([run["sigma"] for run in evidence_runs["Focus-s"]])  # every neuron
 results.add("Fig. 7a: Focus-s mean sigma, trained", f"0.025 -> {sigmas.mean():.3f} (Fashion)",
-            None, evidence=Evidence.of(sigmas, "this run, repeat 0", "{:.3f}"))
+            None, evidence=Evidence.of(sigmas, f"{fm_source}, every neuron", "{:.3f}"))
 
 # %% [markdown]
 # ## 6. Sparsity (Figure 9b)
@@ -435,9 +440,10 @@ thresholds = next(t["prune"] for t in fm_trials if t["prune"])  # the Focus-s ru
 print("this run's Focus-s, repeat 0, pruned at each threshold t:")
 for t, (s, a) in zip(thresholds, fm["Focus-s"][0]["pruned"]):
     print(f"  threshold {t:<6.3g}: sparsity {100 * s:5.1f} %, test acc {a:.2f} %")
-pruned, dense_last, prune_source = closing.sparsity_curves(fm, fm_source)  # the store's, if whole
-figure(plots.sparsity(pruned, dense_last, prune_source), "sparsity.png")
-closing.sparsity(results, pruned, dense_last, prune_source)
+pruned = [run["pruned"] for run in evidence_runs["Focus-s"]]  # each repeat's curve
+dense_last = [100 * run["test_acc"][-1] for run in evidence_runs["Dense"]]  # each repeat's
+figure(plots.sparsity(pruned, dense_last, fm_source), "sparsity.png")
+closing.sparsity(results, pruned, dense_last, fm_source)
 
 # %% [markdown]
 # ## 7. Training-time overhead (section 4.7)
@@ -453,7 +459,8 @@ closing.sparsity(results, pruned, dense_last, prune_source)
 # same machine load. On a shared machine other jobs only ever add time, so the
 # fastest repetition is the best estimate of the work itself (as timeit
 # reports); the median is printed too. The claim holds if the fastest step's
-# ratio is at most 1.3x (`verdicts.FOCUS_OVERHEAD`, the largest ratio the paper reports).
+# ratio is at most 1.3x (`verdicts.FOCUS_OVERHEAD`, the largest ratio the paper
+# reports).
 
 # %%
 def step_fn(layer):

@@ -207,14 +207,11 @@ def sparsity(results, curves, dense, source):
                     measured=measured)
 
 
-def sparsity_curves(curves, fashion_source):
-    """(The Focus-s repeats' pruning curves, the Dense repeats' last-epoch accuracies in %,
-    their source): the store's when it holds the Fashion sweep whole (fashion_source), else
-    this run's. curves: this run's {net: [each repeat's run]}."""
-    runs = held_whole(trials, "focusing-fashion", lambda s: s["kind"], lambda r: r) \
-        if fashion_source == "store" else curves
-    return ([run["pruned"] for run in runs["Focus-s"]],
-            [100 * run["test_acc"][-1] for run in runs["Dense"]], fashion_source)
+def fashion_runs(runs, source):
+    """Each Fashion net's runs (dicts as fashion_trial returns them): the store's when it
+    holds the sweep whole (source "store", as fashion() said), else runs, this run's."""
+    return held_whole(trials, "focusing-fashion", lambda s: s["kind"], lambda r: r) \
+        if source == "store" else runs
 
 
 def step_overhead(results, times, batch):
