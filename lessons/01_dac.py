@@ -143,9 +143,10 @@ print("\n" + plots.growth_table(counted))
 c = counted["conv 64->64 3x3"][0]
 more_p, more_f = 100 * (c["parameter_increase"] - 1), 100 * (c["flop_increase"] - 1)  # in %
 EXACT = "counted exactly: no spread"
+COUNT_RULE = "our count, rounded to the paper's digits, equals its number"
 results.add("3x3 conv: params / FLOPs",
             f"+{more_p:.1f} % / +{more_f:.1f} %", round(more_p) == 11 and round(more_f, 1) == 5.5,
-            rule="our count, rounded to the paper's digits, equals its number",
+            rule=COUNT_RULE,
             evidence=EXACT)
 c, formulas, _ = counted["dense 200->200"]
 growth = c["parameter_increase"], c["flop_increase"]
@@ -427,12 +428,13 @@ report = tu.gradcheck(conv_layer, [tu.tensor(rng.normal(size=(2, 2, 5, 5)))], mo
 conv_worst = max(r.max_rel for r in report.rows)
 print(f"dense, batch of {N}: backward vs central differences, largest gap {dense_gap:.1e}\n"
       f"conv 2->3, 3x3, stride 2, padding 1: gradcheck's largest relative error {conv_worst:.1e}")
+GRADIENTS = "the backward agrees with central differences (float64): dense within 1e-6, conv by gradcheck"
 results.add("eq. (7) = backward = numerical", f"gap {dense_gap:.0e}", dense_gap < 1e-6,
-            rule="backward within 1e-6 of central differences (float64, step 1e-6)",
+            rule=GRADIENTS,
             evidence="every entry of W, B, z; n=1 draw, no spread",
             measured=f"largest gap {dense_gap:.1e} between backward and central differences")
 results.add("conv backward = numerical", f"rel. err {conv_worst:.0e}", report.ok,
-            rule="tu.gradcheck passes (float64, its own tolerances)",
+            rule=GRADIENTS,
             evidence=f"{len(report.rows)} gradients; n=1 draw, no spread",
             measured=f"gradcheck's worst relative error {conv_worst:.1e}")
 
@@ -599,7 +601,7 @@ print("section 4's FLOP growth of one 3x3 layer: " + ", ".join(f"n = {n}: +{g:.2
 both = round(more_p) == 11, round(more_f, 1) == 5.5
 results.add("VGG 20/16: DAC +params / +FLOPs", f"+{more_p:.1f} % / +{more_f:.1f} %",
             True if all(both) else "partly" if any(both) else False,
-            rule="our count, rounded to the paper's digits, equals its number",
+            rule=COUNT_RULE,
             evidence=EXACT, measured=f"+{more_f:.1f} %")
 
 # %% [markdown]

@@ -3,8 +3,8 @@
 Every row reads the store's paper-scale runs when it holds the grid whole from the current
 code, else this run's (verdicts.evidence picks; lesson 1 says so once); its verdict line
 prints what it read (verdicts.Evidence: n, mean, spread and standard error, source). The
-store's table is printed where it says more than that line (the fits' errors, the nets'
-MSEs); the outcomes of Figure 7 and the convnet's test errors are in their lines whole."""
+store's table is printed where it says more than that line (the fits' errors of Theorem
+C.1); the regression's and the convnet's runs are drawn in the lesson's figures."""
 import math
 
 import numpy as np
@@ -14,6 +14,10 @@ from lessons import verdicts
 from lessons.trials import dac as trials
 
 Evidence = verdicts.Evidence
+# The rows of Figure 7 and Theorem C.1 share one rule.
+CAN = ("'can' holds if the hand-set net or construction the row shows does it (to 1e-5) and a "
+       "trained one does from at least one seed; 'cannot' if no trained one does (a PL_k fit "
+       f"does it below an error of {verdicts.EXACT_FIT:g})")
 
 
 def _yes(flag):
@@ -34,12 +38,11 @@ def figure_7a(results, hand_ok, runs):
     won, source = _outcomes(held, runs)
     dac, std = (int(sum(won[m])) for m in ("dac", "standard"))
     results.add("Fig 7a: 1 DAC unit separates", f"hand-set {_yes(hand_ok)}; trained {dac}/{len(won['dac'])}",
-                hand_ok and dac > 0, rule="the hand-set net separates, and a trained one does from "
-                "at least one seed", evidence=Evidence.of(won["dac"], source),
+                hand_ok and dac > 0, rule=CAN, evidence=Evidence.of(won["dac"], source),
                 measured=f"the hand-set unit separates: {hand_ok}; {dac} of {len(won['dac'])} "
                          f"trained ones do ({source})")
     results.add("Fig 7a: 1 standard unit cannot", f"trained {std}/{len(won['standard'])}", std == 0,
-                rule="no trained standard unit separates",
+                rule=CAN,
                 evidence=Evidence.of(won["standard"], source),
                 measured=f"{std} of {len(won['standard'])} trained standard units separate ({source})")
 
@@ -55,12 +58,11 @@ def figure_7b(results, hand_ok, runs, steps):
     if source == "store":  # --full's runs: 7b trains three times Figure 7a's steps
         steps = 3 * trials.SIZES["full"]["figure7"][1]
     results.add("Fig 7b: 2 DAC units can", f"hand-set {_yes(hand_ok)}; trained {dac2}/{n}",
-                hand_ok and dac2 > 0, rule="the hand-set net separates, and a trained one does from "
-                "at least one seed", evidence=Evidence.of(won["dac2"], source),
+                hand_ok and dac2 > 0, rule=CAN, evidence=Evidence.of(won["dac2"], source),
                 measured=f"{dac2} of {n} seeds reach 100 % ({source}, {steps} steps)")
     results.add("Fig 7b: 2 standard cannot, 4 can", f"2: {std2}/{n}, 4: {std4}/{n}",
                 std2 == 0 and std4 > 0,
-                rule="no trained 2-unit standard net reaches 100 %, a 4-unit one does from at least one seed",
+                rule=CAN,
                 evidence=f"2 units: {Evidence.of(won['standard2'], source)}; 4 units: "
                          f"{Evidence.of(won['standard4'], source)}",
                 measured=f"{std2} of {n} seeds of 2 standard units and {std4} of 4 reach 100 % "
@@ -93,22 +95,20 @@ def theorem_c1(results, k, errors, n_params, exact_err, two_exact_err, mode):
     results.add("Thm C.1(1): 1 DAC unit = PL_k",
                 f"{n_params[dac_name]} p. exact; trained {won[dac_name]}/{len(fits[dac_name])}{of_k}",
                 n_params[dac_name] == 2 * k and exact_err < 1e-5 and won[dac_name] > 0,
-                rule=f"the construction is exact (< 1e-5) with the stated parameters, and a "
-                     f"trained fit reaches {below} on at least one target",
+                rule=CAN,
                 evidence=Evidence.of(exact[dac_name], source),
                 measured=f"Adam reaches {below} on {won[dac_name]} of {len(fits[dac_name])} "
                          f"random PL_{k_fitted} ({source}); median error "
                          f"{np.median(fits[dac_name]):.2g}")
     results.add("Thm C.1(2): 1 layer cannot", f"{won[one_name]}/{len(fits[one_name])}, least err "
                 f"{min(fits[one_name]):.2f}", won[one_name] == 0,
-                rule=f"no fit reaches {below}", evidence=Evidence.of(exact[one_name], source),
+                rule=CAN, evidence=Evidence.of(exact[one_name], source),
                 measured=f"{won[one_name]} of {len(fits[one_name])} one-layer fits reach {below} "
                          f"({source}; least {min(fits[one_name]):.2g})")
     results.add("Thm C.1(3): 2 layers need 3k+1", f"{n_params[two_name]} p. exact; {small}: "
                 f"{won[small_name]}/{len(fits[small_name])}{of_k}",
                 n_params[two_name] == 3 * k + 1 and two_exact_err < 1e-5 and won[small_name] == 0,
-                rule=f"the construction is exact (< 1e-5) with the stated parameters, and no "
-                     f"fit with fewer hidden units reaches {below}",
+                rule=CAN,
                 evidence=Evidence.of(exact[small_name], source),
                 measured=f"the 3k+1 construction's error {two_exact_err:.0e}; {won[small_name]} "
                          f"of {len(fits[small_name])} fits{of_k} with {fewer} reach {below} ({source})")
@@ -132,7 +132,7 @@ def vgg(results, runs, settings):
         n, source = 1, f"this run, {settings['epochs']} epochs"
         curves = {name: [run["history"]] for name, run in runs.items()}
     gap = base_err - dac_err
-    results.add("VGG test error: base - DAC (F-MNIST)", f"{base_err:.2f} - {dac_err:.2f} = "
+    results.add("VGG: test error base - DAC", f"{base_err:.2f} - {dac_err:.2f} = "
                 f"{gap:+.2f}", verdicts.gain(gap, paper, se),
                 rule=f"the gap counts above {verdicts.NOISE_SE:g} standard errors (over seeds; "
                      f"from one run, of the test set's binomial noise); {verdicts.GAIN_RULE}",
@@ -147,19 +147,15 @@ def regression(results, mse, data, mode):
     """Figures 3 and 4 at the largest baseline width w: the DAC twin below the baseline at the
     same parameters, and doubling by biases lowering the log-MSE more than doubling by weights.
     mse: {(w, net): this run's test MSE}, net as trials.variants names them; mode: this
-    run's (for the scale a reason cites). Prints the store's rows at the largest width.
-    -> ({(w, net): test MSEs over seeds}, source): what the verdicts read, for the figure."""
+    run's (for the scale a reason cites). -> ({(w, net): test MSEs over seeds}, source):
+    what the verdicts read, for the figure (which shows them with their spread)."""
     def group(width, dac):  # one group per net, over its seeds
         return f"{'DAC' if dac else 'base'} width {width}"
 
     full = trials.SIZES["full"]
     nets = {(w, net): group(width, dac) for w in full["mlp"][0]
             for net, width, dac in trials.variants(w)}
-    largest = {g for (w, _), g in nets.items() if w == max(full["mlp"][0])}
     held = held_whole(trials, "dac-widths", lambda s: group(s["width"], s["dac"]), lambda r: r["test_mse"])
-    stored(trials, "dac-widths", lambda s: group(s["width"], s["dac"]) if group(
-        s["width"], s["dac"]) in largest else None, lambda r: r["test_mse"], {}, "{:.4f}",
-        f"test MSE ({data}), the nets at the largest w")
     mses, source = verdicts.evidence(
         {key: held[g] for key, g in nets.items()} if all(g in held for g in nets.values())
         else None, {key: [m] for key, m in mse.items()})
@@ -170,13 +166,13 @@ def regression(results, mse, data, mode):
     same, by_biases, by_weights = verdicts.doubling_gains(mses, w)
     se_same = verdicts.log_se(mses[w, "DAC w/sqrt2"], mses[w, "base w"])
     se_doubling = verdicts.log_se(mses[w, "DAC w"], mses[w, "base w*sqrt2"])
-    results.add("Fig 3, same params: DAC vs base", f"w={w}: {same:+.2f} nats",
+    results.add("Fig 3: DAC vs base, same params", f"w={w}: {same:+.2f} nats",
                 verdicts.lower(same, se_same),
                 rule=f"mean log test MSEs at the largest w: {verdicts.LOWER_RULE}",
                 evidence=Evidence(n, same, source, se=se_same),
                 measured=f"at w={w} the DAC twin's mean log-MSE is {same:+.2f} nats from the "
                          f"baseline's, an MSE {math.exp(same):.2f}x as large ({scale})")
-    results.add("Fig 4, x2 params: biases vs weights",
+    results.add("Fig 4: x2 by biases vs weights",
                 f"w={w}: {by_biases:+.2f} vs {by_weights:+.2f}",
                 verdicts.lower(by_biases - by_weights, se_doubling),
                 rule=f"mean log test MSEs at the largest w: {verdicts.LOWER_RULE}",
