@@ -27,9 +27,10 @@ def session_one(two, one):
     return fig
 
 
-def learning_curves(session2, session3, data):
+def learning_curves(session2, session3, data, runs):
     """Figure 4d, a panel per session: {name: (mean, sd) of validation accuracy per epoch}
-    of sessions II and III on the data set called data."""
+    of sessions II and III on the data set called data; runs says whose runs they are (the
+    title: the figure shows what the verdict reads)."""
     sessions = {"session II: inner + outer": session2, "session III: inner frozen": session3}
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
     for ax, (title, curves) in zip(axes, sessions.items()):
@@ -41,23 +42,27 @@ def learning_curves(session2, session3, data):
         ax.xaxis.get_major_locator().set_params(integer=True)
     axes[0].set_ylabel(f"{data} validation accuracy (%)")
     axes[0].legend()
+    fig.suptitle(f"mean +- 1 SD of the {runs}")
     return fig
 
 
-def evolution(frames, extent=(-3, 3, -3, 3)):
-    """Figure 5: f on a fixed window before training and after some of the epochs."""
+def evolution(frames, run, extent=(-3, 3, -3, 3)):
+    """Figure 5: f on a fixed window before training and after some of the epochs of one
+    run (run: which, for the title)."""
     shown = sorted({0, 1, 2, 3, 5, 10, 20, len(frames) - 1} & set(range(len(frames))))
     fig, axes = plt.subplots(1, len(shown), figsize=(2.6 * len(shown), 2.8), squeeze=False)
     for ax, e in zip(axes[0], shown):
         lim = np.abs(frames[e]).max()
         ax.imshow(frames[e].T, origin="lower", extent=extent, cmap="RdBu", vmin=-lim, vmax=lim)
         ax.set(title=f"epoch {e}", xticks=[], yticks=[])
+    fig.suptitle(f"f during session II, {run}")
     return fig
 
 
-def nonlinearities(analysis):
+def nonlinearities(analysis, source):
     """Figure 7, one row per run: where f's inputs live, f after session I, the learned
-    f and its quadratic fit, each drawn only over the inputs' support (the mask)."""
+    f and its quadratic fit, each drawn only over the inputs' support (the mask).
+    source: whose runs they are ("store" or "this run"), for the title."""
     fig, axes = plt.subplots(len(analysis), 4, figsize=(15, 3.4 * len(analysis)), squeeze=False)
     for row, a in zip(axes, analysis):
         h = a["inputs"]
@@ -75,4 +80,5 @@ def nonlinearities(analysis):
             ax.set_title(title)
         for ax in row:
             ax.set(xlabel="x1", ylabel="x2")
+    fig.suptitle(f"{len(analysis)} run(s), {source}")
     return fig
