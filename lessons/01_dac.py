@@ -390,13 +390,15 @@ closing.theorem_c1(results, K, pl_errors, n_params, exact_err, two_exact_err, SI
 # The check below uses neither result: it compares the layers' backward (the code the
 # exercises ask for) with the forward alone. For the dense layer: eq. (4) in NumPy, and
 # the gradient of $E = \sum_{s,i} g_{si} f_{si}$ (so that $\partial E / \partial f = g$) by
-# central differences, one entry at a time, on a batch of four. The convolution's backward is checked by the library's `tu.gradcheck`
-# (central differences along random directions, float64) with stride 2 and padding 1.
+# central differences, one entry at a time, on a batch of four. The convolution's
+# backward is checked by the library's `tu.gradcheck` (central differences along random
+# directions, float64), with stride 2 and padding 1.
 
 # %%
 rng = np.random.default_rng(7)
 N, m, n = 4, 3, 2
-z, W, B, g = rng.normal(size=(N, m)), rng.normal(size=(n, m)), rng.normal(size=(n, m)), rng.normal(size=(N, n))
+z, g = rng.normal(size=(N, m)), rng.normal(size=(N, n))  # the inputs, and dE/df from above
+W, B = rng.normal(size=(n, m)), rng.normal(size=(n, m))
 
 
 def energy(z, W, B):
@@ -506,7 +508,8 @@ for epoch in range(RECIPE["epochs"]):
         best_mse, best_epoch = val_mse, epoch
         best_weights = {k: v.copy() for k, v in model.state_dict().items()}
     if (epoch + 1) % max(1, RECIPE["epochs"] // 30) == 0:
-        print(f"epoch {epoch + 1:>3}: last batch's training MSE {loss.item():.4f}, validation MSE {val_mse:.4f}")
+        print(f"epoch {epoch + 1:>3}: last batch's training MSE {loss.item():.4f}, "
+              f"validation MSE {val_mse:.4f}")
 model.load_state_dict(best_weights)
 loop_mse, _ = evaluate(model, xte, yte, loss_fn=mse, metric=None)
 print(f"DAC twin, width {twin_width}, {model.num_parameters()} parameters: best validation epoch "
