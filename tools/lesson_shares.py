@@ -19,10 +19,10 @@ idea-line share of the lesson file. Over its non-blank lines:
   except clause) spans its header, from its first decorator to the line before its body.
   The line is bookkeeping if one of those statements is: an import, or one whose code
   (for a compound statement: its header's code) uses
-    a name in NAMES (setup, start, Results, results, stored, held_whole, paper_sweep,
-      closing, elapsed, bookkeeping, SIZE, SIZES, MODE, and the module _lesson itself),
+    a name in NAMES (results, closing, SIZE, SIZES, MODE, and the module _lesson itself),
     an attribute in ATTRIBUTES (.SIZES, .SIZE, .MODE, as in trials.SIZES),
-    a call of a name in CALLS (figure(...), out(...)),
+    a call of a name in CALLS (setup, start, Results, stored, held_whole, paper_sweep,
+      elapsed, bookkeeping, figure, out: called, so that a loop's `start` is not one),
     or an alias the file binds for them: a single name assigned from an expression that
     uses SIZES (S = trials.SIZES[SIZE]), from Results(...), or the names unpacked from
     start(...) (args, mode, sizes, results);
@@ -44,10 +44,10 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BOOKKEEPING_KINDS = ("rule", "store", "closing")  # of _lesson.KINDS; the rest is "experiment"
-NAMES = {"setup", "start", "Results", "results", "stored", "held_whole", "paper_sweep", "closing",
-         "elapsed", "bookkeeping", "SIZE", "SIZES", "MODE", "_lesson"}
+NAMES = {"results", "closing", "SIZE", "SIZES", "MODE", "_lesson"}
 ATTRIBUTES = {"SIZES", "SIZE", "MODE"}
-CALLS = {"figure", "out"}
+CALLS = {"setup", "start", "Results", "stored", "held_whole", "paper_sweep", "elapsed",
+         "bookkeeping", "figure", "out"}
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
