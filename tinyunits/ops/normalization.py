@@ -14,12 +14,12 @@ Every mean, variance and sum over the normalised axes adds float32 up in float64
 from .. import validate
 from ..backend import get_array_module
 from ..function import Function
-from .reduction import wide, wide_mean, wide_sum
+from .reduction import wide_mean, wide_sum, wide_var
 
 
 def _normalize(x, axes, eps):
     mean = wide_mean(x, axes, keepdims=True)
-    var = x.var(axis=axes, keepdims=True, dtype=wide(x.dtype)).astype(x.dtype)
+    var = wide_var(x, axes, keepdims=True)
     inv_std = 1 / get_array_module(x).sqrt(var + eps)
     return (x - mean) * inv_std, inv_std, mean, var
 

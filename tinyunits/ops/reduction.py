@@ -37,18 +37,16 @@ def wide(dtype):
     return "float64" if dtype.kind == "f" and dtype.itemsize < 8 else None
 
 
-def wide_sum(x, axis=None, keepdims=False):
-    """x.sum(axis, keepdims) in x's dtype, added up in float64 (see the module's docstring)."""
+def _widely(reduce, x, axis, keepdims):
+    """x.reduce(axis, keepdims) added up in float64 and cast back to x's float dtype."""
     acc = wide(x.dtype)
-    y = x.sum(axis=axis, keepdims=keepdims, dtype=acc)
+    y = getattr(x, reduce)(axis=axis, keepdims=keepdims, dtype=acc)
     return y if acc is None else y.astype(x.dtype)
 
 
-def wide_mean(x, axis=None, keepdims=False):
-    """x.mean(axis, keepdims) in x's dtype, added up in float64 (see the module's docstring)."""
-    acc = wide(x.dtype)
-    y = x.mean(axis=axis, keepdims=keepdims, dtype=acc)
-    return y if acc is None else y.astype(x.dtype)
+def wide_sum(x, axis=None, keepdims=False): return _widely("sum", x, axis, keepdims)
+def wide_mean(x, axis=None, keepdims=False): return _widely("mean", x, axis, keepdims)
+def wide_var(x, axis=None, keepdims=False): return _widely("var", x, axis, keepdims)
 
 
 def _expand(g, shape, axis, keepdims):
