@@ -92,9 +92,10 @@ def _count_shares(path):
 
 
 # The kind lives on the stream, not in this module: a test or tool may import this file both
-# as _lesson and as lessons._lesson, and both must count into the one stdout.
+# as _lesson and as lessons._lesson, and both must count into the one stdout. The variable
+# leaves the environment, so that a lesson's worker processes do not write the file too.
 if os.environ.get(SHARES) and not hasattr(sys.stdout, "lesson_kind"):
-    _count_shares(os.environ[SHARES])
+    _count_shares(os.environ.pop(SHARES))
 
 
 @contextlib.contextmanager

@@ -43,6 +43,16 @@ def test_a_lessons_printed_characters_are_counted_by_kind(tmp_path, capsys):
     assert row[:9] == ["99_fake.py", "25", "6", "13", "2", "84.0", "%", "5/9", "56"]
 
 
+def test_a_lessons_worker_processes_do_not_count_into_the_file(tmp_path):
+    """A --full lesson's sweep workers import _lesson too; were the variable still set, each
+    would write its own (empty) counts to the file at its exit, maybe after the lesson's."""
+    lesson = tmp_path / "97_workers.py"
+    lesson.write_text("import os, _lesson\nprint(_lesson.SHARES in os.environ)\n")
+    run = lesson_shares.printed(lesson, "tiny")
+    assert run["returncode"] == 0, run["stderr"]
+    assert run["counts"]["experiment"] == len("False\n")
+
+
 def test_a_lesson_that_fails_is_reported_and_fails_the_tool(tmp_path, capsys):
     lesson = tmp_path / "98_broken.py"
     lesson.write_text("import _lesson\nprint('half')\nraise SystemExit('the lesson broke')\n")
