@@ -403,7 +403,8 @@ class Results(list):
         seen = f" ({evidence})" if evidence is not None else ""
         if evidence is not None:
             self.evidence[what] = evidence
-        print(f"{what}: ours {ours}{seen}, {self.reference} {reference} -> {_mark(holds)}")
+        with bookkeeping("experiment"):  # a verdict with its evidence, wherever it is called
+            print(f"{what}: ours {ours}{seen}, {self.reference} {reference} -> {_mark(holds)}")
 
     def show(self) -> None:
         """The closing table; below it each distinct rule once, numbered as the table's rule

@@ -88,7 +88,8 @@ def test_a_verdict_line_is_experiment_and_show_tags_its_rules_and_table(monkeypa
     results = _lesson.Results("paper", claims={"a": ("1", "{measured}"), "b": ("2", "{measured}")})
     results.add("a", "0.5", False, rule="RULE-ONE", measured="half", n=3, mean=0.5, se=0.1,
                 source="store")
-    results.add("b", "2", True, rule="RULE-ONE", measured="all")
+    with _lesson.bookkeeping("store"):  # a verdict line is the experiment wherever it is
+        results.add("b", "2", True, rule="RULE-ONE", measured="all")
     verdict_lines = counted.stream.getvalue()
     assert counted.lesson_counts["experiment"] == len(verdict_lines)
     results.show()
