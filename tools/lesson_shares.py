@@ -127,7 +127,10 @@ def printed(lesson, mode: str) -> dict:
                               os.path.join(folder, "figures")], cwd=ROOT, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         seconds = time.perf_counter() - start
-        counts = json.load(open(shares)) if os.path.exists(shares) else {}
+        counts = {}
+        if os.path.exists(shares):
+            with open(shares) as f:
+                counts = json.load(f)
     return dict(counts=counts, seconds=seconds, returncode=run.returncode, stderr=run.stderr)
 
 
