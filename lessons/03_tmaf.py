@@ -171,9 +171,10 @@ print(f"A(x) =\n{np.round(A, 2)}\nmax |A(x) x - layer(x)| = {gap:.1e} (float32 r
 # `dlower`, `dlevels`, `dupper` (B4) in `TridiagonalTMAFFn.backward`; (B1) and
 # (B3) are written there already. At the stub `g` is dL/dsigma, shaped like the
 # input; `self.x` (and `self.x_prev`, `self.x_next`: x_{i-1}, x_{i+1}, zero at the
-# ends) the input; `self.index` each element's flat index i (K + 1) + bin(x_i); and
-# `self.shape` the levels' shape (n, K + 1). `_accumulate(index, weights, shape)`
-# sums weights per flat index into an array of that shape. Grade them with
+# ends) the input; `self.index` each element's flat index i (K + 1) + bin(x_i)
+# (the code counts neurons from i = 0); and `self.shape` the levels' shape
+# (n, K + 1). `_accumulate(index, weights, shape)` sums weights per flat index
+# into an array of that shape. Grade them with
 # `python -m tinyunits.course grade --only tmaf_levels tmaf_tridiagonal`; the
 # next cell checks the tri-diagonal layer, so it needs your code.
 #
@@ -200,16 +201,17 @@ print(f"(B3) and (B4) against central differences: {'pass' if report.ok else 'FA
 # are ours): ReLU (levels 0, 1 around 0); leaky ReLU (0.1, 1); and "a
 # discontinuous activation function", here with breakpoints -1, 0, 1 and levels
 # (-0.5, 0.2, 1, 0.5): it jumps wherever neighbouring levels differ at a
-# breakpoint other than 0. (The paper's leaky case ends "is a fixed small
-# negative number"; which symbol that was is lost. Leaky ReLU's left slope is a
-# small *positive* number, so that is what we use.)
+# breakpoint other than 0 (the values printed either side of -1 and 1 show the
+# jumps). The paper's leaky case ends "is a fixed small negative number"; which
+# symbol that was is lost. Leaky ReLU's left slope is a small *positive*
+# number, so that is what we use.
 
 # %%
 xs = np.linspace(-2.5, 2.5, 1001)
 shapes = {"ReLU: levels (0, 1)": ([0.0], [0.0, 1.0]),
           "leaky: levels (0.1, 1)": ([0.0], [0.1, 1.0]),
           "discontinuous: levels (-0.5, 0.2, 1, 0.5)": ([-1.0, 0.0, 1.0], [-0.5, 0.2, 1.0, 0.5])}
-probe = np.array([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0])  # a few x to print sigma at
+probe = np.array([-2.0, -1.01, -1.0, -0.5, 0.0, 0.5, 0.99, 1.0, 2.0])  # either side of -1, 1
 curves, rows = {}, [("x", *probe)]
 for title, (breaks, levels) in shapes.items():
     unit = nn.TMAF(1, breaks, init="identity")
@@ -242,8 +244,9 @@ figure(plots.sigma_shapes(xs, curves), "sigma_shapes.png")
 #   -> n_out, initialised from `seed`.
 # * one trial function per experiment (`smooth_trial`, `oscillatory_trial`,
 #   `image_trial`): a dict of settings, seeds included, in; a dict of numbers
-#   out. `grid(name, trial, settings)` runs a list of them: here, one after
-#   another; in `--full`, as the sweep `name`.
+#   out. `trials.grids(mode)` lists each experiment's settings, and
+#   `trial_grid(trials, name)` (lessons/_lesson.py) runs that list: here, one
+#   after another; in `--full`, as the sweep `name`.
 #
 # **Training.** The paper trains every network with SGD: "the learning rate
 # 1e-4 is used for epochs [..] to [..] and 1e-5 is used for epochs [..] to [..]"
@@ -348,10 +351,11 @@ print(f"its dead neurons (pre-activation <= 0 on all {n_smooth} training samples
 # the activations, TMAF below ReLU in every column, not the errors' size (its
 # target differs from ours). The paper also says "the parametric ReLU does not
 # approximate well, see Figure 3b"; PReLU has one trainable slope left of 0,
-# TMAF six levels. The closing table counts the columns TMAF wins against each,
-# from the store's medians when it holds every network's seeds, else this run's;
-# the figure plots those same medians, with each network's range over seeds.
-# Look at the narrowest networks, where a dead neuron costs the most.
+# TMAF six levels. The closing table counts the columns TMAF wins against each
+# ("most" in its rule: more than half, `verdicts.MOST`), from the store's
+# medians when it holds every network's seeds, else this run's; the figure
+# plots those same medians, with each network's range over seeds. Look at the
+# narrowest networks, where a dead neuron costs the most.
 
 # %%
 smooth = {kind: errors[:, k].tolist() for k, kind in enumerate(smooth_kinds)}  # per column, seed
@@ -405,7 +409,9 @@ figure(plots.oscillatory_fits(p_grid, target, shown, where), "oscillatory_fits.p
 # every breakpoint its pre-activation crosses, each with its own trained level:
 # that is how 32 neurons can make ten fast periods. (Intervals that a neuron's
 # pre-activation never reaches keep their initial level: by (B2) their
-# gradient is a sum over no elements.)
+# gradient is a sum over no elements.) Expect flat lines too: in each of the
+# store's 5 runs, 2 to 4 of these 4 neurons end with outputs within 0.002 of 0
+# on all of [0, 1]; the net does its work with the others.
 
 # %%
 neurons = shown["TMAF"]["neurons"]  # the first hidden layer's first four, on GRID

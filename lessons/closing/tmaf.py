@@ -14,13 +14,12 @@ from lessons.plots import table
 from lessons.trials import tmaf as trials
 
 KINDS_31 = ("ReLU", "PReLU", "TMAF")
-COLUMNS_RULE = (f"TMAF's median below the other's in every column: yes; in over "
-                f"{verdicts.MOST:.0%}: partly; else NO")
+COLUMNS_RULE = f"TMAF's median below the other's in all columns: yes; in most: partly; else NO"
 MISSES_RULE = (f"median error >= {verdicts.SLOW_ONLY:.3f} (slow sine only): yes; >= "
                f"{verdicts.SLOW_ONLY / 2:.3f}: partly; else NO")
 FITS_RULE = f"median error < {verdicts.FAST_FIT:g}: yes; only below ReLU's: partly; else NO"
-GAIN_RULE = (f"gain > {verdicts.NOISE_SE:g} se: yes if >= half the paper's, else partly; "
-             f"otherwise NO if the paper's is > {verdicts.NOISE_SE:g} se above ours, else unclear")
+GAIN_RULE = (f"gain > {verdicts.NOISE_SE:g} se: yes if >= half the paper's, else partly; if "
+             f"not, NO if the paper's is > {verdicts.NOISE_SE:g} se above ours, else unclear")
 COST_RULE = (f"lower bound and direct ratio both <= {verdicts.COMPARABLE:g}x: yes; lower bound "
              "above: NO; else unclear")
 
@@ -90,13 +89,11 @@ def oscillatory(results, osc, sizes):
     rows = [("relative L2 error", *kinds),
             ("paper", *(trials.PAPER[f"oscillatory: {kind} error"][0] for kind in kinds)),
             ("this run, seed 0", *(f"{osc[kind]['error']:.3f}" for kind in kinds)),
-            ("store median", *(f"{np.median(store[k]):.3f}" if whole else "-" for k in kinds)),
-            ("store min - max", *(f"{min(store[k]):.3f}-{max(store[k]):.3f}" if whole else "-"
-                                  for k in kinds))]
+            ("store median", *(f"{np.median(store[k]):.3f}" if whole else "-" for k in kinds))]
     print(f"\nThe two-sine target (this run: {sizes[1]} epochs on {sizes[0]} samples)")
-    _print_split(rows, 2, f"(store: {len(held.get('ReLU', []))} seeds of {epochs_full} "
-                 f"epochs on {n_full} samples" + ("" if whole else "; not held whole, so the "
-                                                  "verdicts read this run") + ")")
+    _print_split(rows, 1, f"(store: {len(held.get('ReLU', []))} seeds of {epochs_full} "
+                 f"epochs on {n_full} samples; ranges in the verdict lines"
+                 + ("" if whole else "; not held whole, so the verdicts read this run") + ")")
     runs, source = verdicts.evidence({k: held[k] for k in kinds} if whole else None,
                                      {kind: [run] for kind, run in osc.items()})
     n_samples, epochs = (n_full, epochs_full) if whole else sizes

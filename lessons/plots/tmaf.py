@@ -71,7 +71,7 @@ def neurons(p, values, where):
         ax.plot(_broken(p, values[:, i], 0.05), values[:, i], lw=1, label=f"neuron {i}")
     ax.set_xlabel("network input p")
     ax.set_ylabel("sigma_i(w_i p + b_i)")
-    ax.set_title(f"diagonal TMAF, first hidden layer; {where}", fontsize=8)
+    ax.set_title(f"diagonal TMAF, first hidden layer\n{where}", fontsize=8)
     ax.legend(fontsize=7)
     return fig
 
