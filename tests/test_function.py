@@ -164,3 +164,31 @@ def test_a_library_function_object_called_twice_and_nested(make, grad):
     inner = np.where(vb > 0, vb, 0.25 * vb) if isinstance(fn, tu.ops.elementwise.LeakyReLU) \
         else np.maximum(vb, 0)
     np.testing.assert_allclose(host(b.grad), grad(inner) * grad(vb))
+
+
+# --------------------------------------------------------- backward's contract, checked
+class _Returns(tu.Function):
+    """x * y, whose backward returns what it is given (the wrong things, here)."""
+
+    def __init__(self, result):
+        self.result = result
+
+    def forward(self, x, y):
+        return x * y
+
+    def backward(self, g):
+        return self.result(g)
+
+
+@pytest.mark.parametrize("result, got", [
+    (lambda g: g, "got a (ndarray|StrictArray)"),    # the tuple forgotten: was a shape error
+    (lambda g: g.sum(), "got a (float32|ndarray|StrictArray)"),  # was "not iterable"
+    (lambda g: (g,), "got 1"),                      # one short: was a KeyError of an id
+    (lambda g: None, "got a NoneType"),
+])
+def test_a_backward_that_does_not_return_one_gradient_per_input_is_named(result, got):
+    x, y = (tu.tensor([[1.0, 2.0]], requires_grad=True) for _ in range(2))
+    with pytest.raises(TypeError, match=rf"^backward: _Returns.backward must return one gradient "
+                                        rf"\(or None\) per input, 2 in a tuple, {got}"):
+        _Returns(result)(x, y).sum().backward()
+    assert x.grad is None and y.grad is None

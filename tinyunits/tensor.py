@@ -228,7 +228,12 @@ class Tensor:
                     "time to go through it twice")
             if fn.stamp != Version.latest:  # something changed since fn's forward
                 _check_unchanged(fn, t)
-            for x, gx in zip(fn.inputs, fn.backward(g)):
+            gxs = fn.backward(g)  # one per input (a None after them: an optional input left out)
+            if not isinstance(gxs, (tuple, list)) or len(gxs) < len(fn.inputs):
+                got = len(gxs) if isinstance(gxs, (tuple, list)) else f"a {type(gxs).__name__}"
+                raise TypeError(f"backward: {type(fn).__name__}.backward must return one gradient "
+                                f"(or None) per input, {len(fn.inputs)} in a tuple, got {got}")
+            for x, gx in zip(fn.inputs, gxs):
                 if gx is None or not x.requires_grad:
                     continue
                 shape = x._data.shape
@@ -280,14 +285,6 @@ def _seed_gradient(grad, out: Tensor):
     return grad.astype(out.dtype, copy=False)
 
 
-def _refuse_gradient(leaf: Tensor) -> None:
-    """An integer or bool leaf would truncate its gradient (set to require one after tu.tensor)."""
-    raise TypeError(f"backward: a leaf tensor that requires grad must be floating (only "
-                    "floats have gradients: one in its dtype would be truncated), got dtype "
-                    f"{leaf.dtype} (shape {tuple(leaf.shape)}); make it with a float dtype, "
-                    "or set requires_grad=False")
-
-
 def _topological_order(root: Tensor) -> list:
     """Tensors reachable from root, each after all its inputs.
 
@@ -305,8 +302,11 @@ def _topological_order(root: Tensor) -> list:
         expanded.add(id(t))
         inputs = t.creator.inputs if t.creator is not None else None
         if inputs is None:  # a leaf (or a freed node): nothing below it
-            if t._data.dtype.kind != "f":  # checked before any .grad is written
-                _refuse_gradient(t)
+            if t._data.dtype.kind != "f":  # refused here, before any .grad is written
+                raise TypeError("backward: a leaf tensor that requires grad must be floating (its "
+                                "gradient would be truncated to its dtype), got dtype "
+                                f"{t.dtype} (shape {tuple(t.shape)}); make it with a float "
+                                "dtype, or set requires_grad=False")
             order.append(t)
             continue
         stack.append((t, True))
