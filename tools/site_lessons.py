@@ -63,11 +63,14 @@ def execute(script, mode, cache=CACHE, timeout=None) -> pathlib.Path:
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
+    from tinyunits.course.source import strip
 
     script, target = pathlib.Path(script), cached(script, mode, cache)
     figures = target.parent / "figures" / script.stem
     figures.mkdir(parents=True, exist_ok=True)
-    notebook = jupytext.read(script, fmt="py:percent")
+    # as the student copy has it: a derivation an exercise asks for becomes its note
+    text = strip(script.read_text(), str(script))
+    notebook = jupytext.reads(text, fmt="py:percent")
     setup = nbformat.v4.new_code_cell(
         SETUP_CELL.format(mode=mode, name=script.name, out=str(figures)),
         metadata={"tags": [SETUP_TAG]})
