@@ -260,3 +260,41 @@ def test_named_modules_names_as_pytorchs(torch):
             [n for n, _ in theirs.named_modules(prefix=prefix)]
     assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
     assert sorted(ours.state_dict()) == sorted(theirs.state_dict())
+
+
+# ------------------------------------------------------------------- ops.pad, ops.concatenate
+@pytest.mark.parametrize("pad_width", [1, (1, 2), ((1, 2),), [[1, 0], [0, 2]], np.int64(2)])
+def test_pad_takes_every_form_numpy_pad_takes_and_backward_crops_it(pad_width):
+    values = np.arange(6.0).reshape(2, 3)
+    x = tu.tensor(values, requires_grad=True, dtype="float64")
+    y = tu.ops.pad(x, pad_width)
+    padded = np.pad(values, pad_width)
+    np.testing.assert_array_equal(host(y.data), padded)
+    seed = np.arange(padded.size, dtype=float).reshape(padded.shape)
+    y.backward(tu.backend.asarray(seed))  # the gradient is the seed's middle, where x sits
+    mask = np.pad(np.ones_like(values, dtype=bool), pad_width)
+    np.testing.assert_array_equal(host(x.grad), seed[mask].reshape(values.shape))  # raised
+
+
+@pytest.mark.parametrize("pad_width, error", [
+    (((-1, 0), (0, 0)), ValueError), ((1.5, 0), TypeError), (((1, 0), (0, 0), (0, 0)), ValueError),
+    (((1, 0), (0,)), ValueError), (None, TypeError), (True, TypeError), ("1", TypeError)])
+def test_pad_of_a_bad_width_names_pad_and_the_forms(pad_width, error):
+    with pytest.raises(error, match=r"^Pad: pad_width must be ints >= 0: one, one \(before, "
+                                    r"after\) pair, or a pair for each of the 2 axes, got .*; "
+                                    r"got inputs \(2, 3\)"):
+        tu.ops.pad(tu.tensor(np.zeros((2, 3))), pad_width)
+
+
+@pytest.mark.parametrize("xs", [[], (), "tensor", "generator", None])
+def test_concatenate_takes_a_list_of_tensors_as_torch_cat_does(xs):
+    t = tu.tensor(np.zeros((2, 3)))
+    xs = {"tensor": t, "generator": (u for u in [t])}.get(xs, xs) if isinstance(xs, str) else xs
+    with pytest.raises(TypeError, match=r"^concatenate: tensors must be a non-empty list or "
+                                        r"tuple of tensors, got"):
+        tu.ops.concatenate(xs)  # a Tensor was iterated: its rows joined without a word
+
+
+def test_torch_cat_refuses_a_tensor_too(torch):
+    with pytest.raises(TypeError):
+        torch.cat(torch.zeros(2, 3))

@@ -2,7 +2,7 @@
 import itertools
 
 from .. import validate
-from ..backend import get_array_module, scatter_add
+from ..backend import get_array_module, host_module, scatter_add
 from ..function import Function
 from ..tensor import Tensor
 
@@ -83,12 +83,15 @@ class Concatenate(Function):
 
 
 class Pad(Function):
-    """Zero padding; pad_width as numpy.pad takes it: ((before, after), ...)."""
+    """Zero padding; pad_width as numpy.pad takes it: ((before, after), ...) for each axis,
+    one (before, after) for every axis, or one int (not torch.nn.functional.pad's flat
+    tuple, last axis first)."""
 
     def __init__(self, pad_width):
         self.pad_width = pad_width
 
     def forward(self, x):
+        self.pad_width = _pad_widths(self.pad_width, x.ndim)  # backward slices each axis
         return get_array_module(x).pad(x, self.pad_width)
 
     def backward(self, g):
@@ -96,8 +99,29 @@ class Pad(Function):
         return (g[index],)
 
 
+def _pad_widths(pad_width, ndim):
+    """((before, after), ...) for each of ndim axes, from any form numpy.pad takes."""
+    np = host_module()
+    try:
+        widths = np.broadcast_to(np.asarray(pad_width), (ndim, 2))
+    except (TypeError, ValueError):  # ragged, too long, or no numbers: refused below
+        widths = np.asarray([-1])
+    if widths.dtype.kind not in "iu" or (widths < 0).any():
+        error = ValueError if widths.dtype.kind in "iu" else TypeError
+        raise error(f"pad_width must be ints >= 0: one, one (before, after) pair, or a pair "
+                    f"for each of the {ndim} axes, got {pad_width!r}")  # Pad's call adds "Pad:"
+    return tuple(map(tuple, widths.tolist()))
+
+
+def _tensors(where, xs):
+    """A list or tuple of the tensors to join (a Tensor would be iterated as its rows)."""
+    if isinstance(xs, Tensor) or not isinstance(xs, (list, tuple)) or not xs:
+        validate.fail(where, "tensors", "a non-empty list or tuple of tensors", xs, TypeError)
+    return xs
+
+
 def reshape(x, shape): return Reshape(shape)(x)
 def transpose(x, axes=None): return Transpose(axes)(x)
 def getitem(x, index): return GetItem(index)(x)
-def concatenate(xs, axis=0): return Concatenate(axis)(*xs)
+def concatenate(xs, axis=0): return Concatenate(axis)(*_tensors("concatenate", xs))
 def pad(x, pad_width): return Pad(pad_width)(x)
