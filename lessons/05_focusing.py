@@ -314,7 +314,7 @@ for side, runs in ltf.items():
 
 # %%
 figure(plots.learning_to_focus(ltf["both"][0], ltf["left"][0],
-                               f"this run's seed 0, one of {len(ltf['left'])} seeds"),
+                               f"this run's seed 0 (of {len(ltf['left'])} seed(s) this run)"),
        "learning_to_focus.png")
 closing.learning_to_focus(results, ltf, SIZE)  # the store's rows too
 
