@@ -192,3 +192,19 @@ def test_a_backward_that_does_not_return_one_gradient_per_input_is_named(result,
                                         rf"\(or None\) per input, 2 in a tuple, {got}"):
         _Returns(result)(x, y).sum().backward()
     assert x.grad is None and y.grad is None
+
+
+@pytest.mark.parametrize("make", [lambda: tu.ops.shape.Transpose(), lambda: tu.ops.shape.Pad(1)])
+def test_a_shape_function_object_called_on_tensors_of_two_ranks(make):
+    # forward keeps what it derives from x beside the constructor's argument, not over it:
+    # the copy made for the second call would have carried the first tensor's rank
+    fn = make()
+    a = _leaf(np.arange(24.0).reshape(2, 3, 4))
+    b = _leaf(np.arange(6.0).reshape(2, 3))
+    ya, yb = fn(a), fn(b)
+    ref = (lambda v: v.T) if isinstance(fn, tu.ops.shape.Transpose) else (lambda v: np.pad(v, 1))
+    np.testing.assert_array_equal(host(ya.data), ref(host(a.data)))
+    np.testing.assert_array_equal(host(yb.data), ref(host(b.data)))
+    (ya.sum() + yb.sum() * 2).backward()
+    np.testing.assert_array_equal(host(a.grad), np.ones((2, 3, 4)))
+    np.testing.assert_array_equal(host(b.grad), np.full((2, 3), 2.0))

@@ -28,12 +28,12 @@ class Transpose(Function):
         self.axes = axes
 
     def forward(self, x):
-        self.axes = self.axes or tuple(reversed(range(x.ndim)))
-        return x.transpose(self.axes)
+        self.order = self.axes or tuple(reversed(range(x.ndim)))
+        return x.transpose(self.order)
 
     def backward(self, g):
-        inverse = [0] * len(self.axes)
-        for i, a in enumerate(self.axes):
+        inverse = [0] * len(self.order)
+        for i, a in enumerate(self.order):
             inverse[a] = i
         return (g.transpose(inverse),)
 
@@ -91,11 +91,11 @@ class Pad(Function):
         self.pad_width = pad_width
 
     def forward(self, x):
-        self.pad_width = _pad_widths(self.pad_width, x.ndim)  # backward slices each axis
-        return get_array_module(x).pad(x, self.pad_width)
+        self.widths = _pad_widths(self.pad_width, x.ndim)  # backward slices each axis
+        return get_array_module(x).pad(x, self.widths)
 
     def backward(self, g):
-        index = tuple(slice(b, g.shape[i] - a) for i, (b, a) in enumerate(self.pad_width))
+        index = tuple(slice(b, g.shape[i] - a) for i, (b, a) in enumerate(self.widths))
         return (g[index],)
 
 
