@@ -298,3 +298,13 @@ def test_concatenate_takes_a_list_of_tensors_as_torch_cat_does(xs):
 def test_torch_cat_refuses_a_tensor_too(torch):
     with pytest.raises(TypeError):
         torch.cat(torch.zeros(2, 3))
+
+
+def test_size_copies_and_pickles_as_a_plain_int():
+    import copy
+    import json
+    import pickle
+    size = tu.tensor(np.zeros((2, 3))).size
+    for out in (copy.copy(size), copy.deepcopy(size), pickle.loads(pickle.dumps(size))):
+        assert type(out) is int and out == 6  # the int subclass could not be rebuilt
+    assert json.loads(json.dumps({"n": size})) == {"n": 6}

@@ -93,6 +93,9 @@ class _Size(int):
                           ValueError if validate.is_int(dim) else TypeError)
         return self.shape[dim]
 
+    def __reduce__(self):  # copied or pickled (to a worker process): a plain int
+        return int, (int(self),)
+
 
 def _reduction(name, op):
     """t.sum(axis, keepdims) as NumPy names the arguments, or (dim, keepdim) as PyTorch."""
