@@ -75,14 +75,14 @@ def test_schedulers():
     lrs = []
     for _ in range(5):
         step.step()
-        lrs.append(step.get_lr()[0])
+        lrs.append(step.get_last_lr()[0])
     assert lrs == [1.0, 0.5, 0.5, 0.25, 0.25]
     opt = optim.SGD([nn.Parameter(np.ones(1))], lr=1.0)
     multi = optim.MultiStepLR(opt, milestones=[2, 4], gamma=0.2)
     lrs = []
     for _ in range(5):
         multi.step()
-        lrs.append(round(multi.get_lr()[0], 10))
+        lrs.append(round(multi.get_last_lr()[0], 10))
     assert lrs == [1.0, 0.2, 0.2, 0.04, 0.04]
 
 
@@ -275,9 +275,9 @@ def test_bad_scheduler_argument(cls, good, name, value, error):
 
 
 @pytest.mark.parametrize("params, max_norm, error", [
-    ("single", 1.0, TypeError), ("list", 0.0, ValueError), ("list", math.nan, ValueError),
-    ("list", -1.0, ValueError), ("list", "1", TypeError)])
+    ("list", 0.0, ValueError), ("list", math.nan, ValueError), ("list", -1.0, ValueError),
+    ("list", "1", TypeError), ("a module", 1.0, TypeError)])
 def test_clip_grad_norm_arguments(params, max_norm, error):
-    p = nn.Linear(2, 2).weight
+    layer = nn.Linear(2, 2)
     with pytest.raises(error, match="clip_grad_norm"):
-        optim.clip_grad_norm(p if params == "single" else [p], max_norm)
+        optim.clip_grad_norm(layer if params == "a module" else [layer.weight], max_norm)

@@ -16,6 +16,12 @@ An optimiser's and a scheduler's state_dict() is a flat dict that tu.save writes
 load_state_dict() takes back (fit's backups hold both): the learning rates and the
 buffers (momentum, Adam's moments and step count), named by the position of their
 parameter, so they load into an optimiser made the same way over a fresh model.
+
+The names are PyTorch's, with PyTorch's meaning: the same hyper-parameters, defaults
+and positional order, zero_grad(set_to_none=True), step(closure=None), a scheduler's
+get_last_lr(). PyTorch's arguments implemented nowhere here (amsgrad, dampening,
+maximize, foreach, ...) are accepted at their defaults only (nn/torch_args.py). The
+state_dict's format is tinyunits' own (above), not PyTorch's.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ from . import validate
 from . import backend
 from .backend import get_array_module
 from .function import Replaceable
+from .nn.torch_args import defaults_only
 from .tensor import Tensor, no_grad
 
 
@@ -56,14 +63,34 @@ def _parameter_groups(where, params) -> list:
     return groups
 
 
+def _implemented(where, given: dict, pytorch_only: dict) -> dict:
+    """`given` without PyTorch's arguments that are not implemented here, each checked to
+    hold PyTorch's default."""
+    defaults_only(where, **{k: (v, pytorch_only[k]) for k, v in given.items()
+                            if k in pytorch_only})
+    return {k: v for k, v in given.items() if k not in pytorch_only}
+
+
 class Optimizer(Replaceable):
     defaults: dict = {}
+    positional: tuple = ()  # PyTorch's order of the hyper-parameters after params
+    pytorch_only: dict = {}  # PyTorch's arguments not implemented here: their defaults
 
-    def __init__(self, params, **hyper):
+    def __init__(self, params, *args, **hyper):
         where = type(self).__name__
+        if len(args) > len(self.positional):
+            raise TypeError(f"{where}: takes params and at most {len(self.positional)} more "
+                            f"positional arguments {self.positional}, got {len(args)}")
+        for name, value in zip(self.positional, args):
+            if name in hyper:
+                raise TypeError(f"{where}: got two values for argument {name!r}")
+            hyper[name] = value
+        hyper = _implemented(where, hyper, self.pytorch_only)
         validate.unknown_keywords(where, hyper, self.defaults)
         groups = _parameter_groups(where, params)
-        self.param_groups = [{**self.defaults, **hyper, **g} for g in groups]
+        self.param_groups = [{**self.defaults, **hyper,
+                              **_implemented(f"{where} parameter group", g, self.pytorch_only)}
+                             for g in groups]
         seen = set()
         for g in self.param_groups:
             validate.unknown_keywords(f"{where} parameter group", g,
@@ -88,17 +115,28 @@ class Optimizer(Replaceable):
             if name in group:
                 validate.number(where, name, group[name], low=0)
 
-    def zero_grad(self) -> None:
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Gradients to None, as PyTorch's default; set_to_none=False: to zeros instead."""
+        validate.flag(f"{type(self).__name__}.zero_grad", "set_to_none", set_to_none)
         for g in self.param_groups:
             for p in g["params"]:
-                p.grad = None
+                if set_to_none or p.grad is None:
+                    p.grad = None
+                else:
+                    p.grad = get_array_module(p.data).zeros_like(p.data)
 
-    def step(self) -> None:
+    def step(self, closure=None):
+        """One update of every parameter with a gradient. closure, as PyTorch's: a function
+        that computes the loss again (and its gradients); step calls it first and returns
+        its loss (None without one)."""
+        validate.callables(f"{type(self).__name__}.step", closure=closure)
+        loss = closure() if closure is not None else None
         with no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
                     if p.grad is not None and p.requires_grad:
                         self.update(p, p.grad, group, self.state.setdefault(id(p), {}))
+        return loss
 
     def update(self, p, grad, group, state):
         raise NotImplementedError
@@ -170,7 +208,10 @@ def _number(value):
 class SGD(Optimizer):
     """v = momentum v + g (+ weight_decay p);  p -= lr (g + momentum v if nesterov else v)."""
 
-    defaults = dict(lr=0.01, momentum=0.0, nesterov=False, weight_decay=0.0)
+    defaults = dict(lr=1e-3, momentum=0.0, nesterov=False, weight_decay=0.0)
+    positional = ("lr", "momentum", "dampening", "weight_decay", "nesterov")
+    pytorch_only = dict(dampening=0, maximize=False, foreach=None, differentiable=False,
+                        fused=None)
 
     def check_hyper(self, group):
         super().check_hyper(group)
@@ -197,7 +238,8 @@ class Adam(Optimizer):
     """Adam, Algorithm 1 of Kingma & Ba, as torch.optim.Adam computes it:
 
         m = beta1 m + (1 - beta1) g,   v = beta2 v + (1 - beta2) g^2
-        p -= lr * m_hat / (sqrt(v_hat) + eps),   m_hat = m / (1 - beta1^t), v_hat = v / (1 - beta2^t)
+        p -= lr * m_hat / (sqrt(v_hat) + eps)
+        m_hat = m / (1 - beta1^t),   v_hat = v / (1 - beta2^t)
 
     eps is added after the bias correction: added to sqrt(v) before it (the paper's
     "efficient" form), it would make steps up to 1 / sqrt(1 - beta2^t) times smaller
@@ -205,6 +247,9 @@ class Adam(Optimizer):
     """
 
     defaults = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    positional = ("lr", "betas", "eps", "weight_decay", "amsgrad")
+    pytorch_only = dict(amsgrad=False, foreach=None, maximize=False, capturable=False,
+                        differentiable=False, fused=None, decoupled_weight_decay=False)
     decoupled = False
 
     def check_hyper(self, group):
@@ -244,6 +289,7 @@ class AdamW(Adam):
     p *= 1 - lr wd before Adam's step, whose gradient carries no L2 term."""
 
     defaults = dict(Adam.defaults, weight_decay=0.01)
+    pytorch_only = {k: v for k, v in Adam.pytorch_only.items() if k != "decoupled_weight_decay"}
     decoupled = True
 
 
@@ -251,7 +297,8 @@ class AdamW(Adam):
 class _Scheduler:
     """Call step() once per epoch (or per iteration, as you count milestones)."""
 
-    def __init__(self, optimizer, gamma):
+    def __init__(self, optimizer, gamma, last_epoch):
+        defaults_only(type(self).__name__, last_epoch=(last_epoch, -1))
         if not isinstance(optimizer, Optimizer):
             validate.fail(type(self).__name__, "optimizer", "an optimiser (SGD, Adam, AdamW)",
                           optimizer, TypeError)
@@ -264,7 +311,8 @@ class _Scheduler:
         for g in self.optimizer.param_groups:
             g["lr"] = g["initial_lr"] * factor
 
-    def get_lr(self) -> list:
+    def get_last_lr(self) -> list:
+        """The learning rate of each group, as the last step() set it."""
         return [g["lr"] for g in self.optimizer.param_groups]
 
     def state_dict(self) -> dict:
@@ -281,8 +329,8 @@ class _Scheduler:
 class StepLR(_Scheduler):
     """lr = initial_lr * gamma ** (count // step_size)."""
 
-    def __init__(self, optimizer, step_size, gamma=0.1):
-        super().__init__(optimizer, gamma)
+    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
+        super().__init__(optimizer, gamma, last_epoch)
         self.step_size = validate.integer("StepLR", "step_size", step_size)
 
     def factor(self, count):
@@ -292,8 +340,8 @@ class StepLR(_Scheduler):
 class MultiStepLR(_Scheduler):
     """lr = initial_lr * gamma ** (number of milestones passed)."""
 
-    def __init__(self, optimizer, milestones, gamma=0.1):
-        super().__init__(optimizer, gamma)
+    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
+        super().__init__(optimizer, gamma, last_epoch)
         if isinstance(milestones, (str, bytes)) or not hasattr(milestones, "__iter__"):
             validate.fail("MultiStepLR", "milestones", "a list of ints >= 1", milestones,
                           TypeError)
@@ -304,15 +352,26 @@ class MultiStepLR(_Scheduler):
         return self.gamma ** sum(count >= m for m in self.milestones)
 
 
-def clip_grad_norm(params, max_norm: float) -> float:
-    """Scale all gradients together so their global L2 norm is at most max_norm."""
+def clip_grad_norm(params, max_norm: float, norm_type=2.0, error_if_nonfinite=False,
+                   foreach=None) -> float:
+    """Scale all gradients together so their global L2 norm is at most max_norm, as
+    PyTorch's clip_grad_norm_: by max_norm / (norm + 1e-6) where that is below 1 (a NaN or
+    inf norm makes every gradient NaN, or raises with error_if_nonfinite=True). params: a
+    Tensor or a list of them (or of groups). Returns the norm before clipping."""
+    defaults_only("clip_grad_norm", norm_type=(norm_type, 2.0), foreach=(foreach, None))
     max_norm = validate.number("clip_grad_norm", "max_norm", max_norm, low=0, low_open=True)
-    groups = _parameter_groups("clip_grad_norm", params)
+    validate.flag("clip_grad_norm", "error_if_nonfinite", error_if_nonfinite)
+    groups = _parameter_groups("clip_grad_norm", [params] if isinstance(params, Tensor)
+                               else params)
     # a gradient is scaled once, even if its parameter is listed twice
     grads = list({id(p.grad): p.grad for g in groups for p in g["params"]
                   if p.grad is not None}.values())
     total = math.sqrt(sum((g * g).sum().item() for g in grads))
-    if total > max_norm:
+    if error_if_nonfinite and not math.isfinite(total):
+        raise RuntimeError(f"clip_grad_norm: the gradients' total norm is {total}, so it "
+                           "cannot be clipped (error_if_nonfinite=True)")
+    scale = max_norm / (total + 1e-6)
+    if not scale >= 1:  # NaN too: every gradient becomes NaN, as PyTorch's
         for g in grads:
-            g *= max_norm / (total + 1e-12)
+            g *= scale
     return total
