@@ -326,9 +326,9 @@ def _image():
 # the functional ops' own settings (the nn layers check theirs when built): call, error, words
 OP_SETTINGS = {
     "leaky_relu slope nan": (lambda: ops.leaky_relu(tu.tensor([-1.0, 1.0]), float("nan")),
-                             ValueError, "leaky_relu: slope must be finite"),
+                             ValueError, "leaky_relu: negative_slope must be finite"),
     "leaky_relu slope str": (lambda: ops.leaky_relu(tu.tensor([-1.0]), "0.1"), TypeError,
-                             "leaky_relu: slope must be a real number"),
+                             "leaky_relu: negative_slope must be a real number"),
     "dropout p nan": (lambda: ops.dropout(tu.tensor(np.ones(3)), float("nan")), ValueError,
                       "dropout: p must be finite"),
     "dropout p str": (lambda: ops.dropout(tu.tensor(np.ones(3)), "0.5"), TypeError,

@@ -71,7 +71,8 @@ class ReLU(Function):
 
 class LeakyReLU(Function):
     def __init__(self, slope=0.01):
-        self.slope = validate.number("leaky_relu", "slope", slope)  # NaN would make NaN outputs
+        # NaN would make NaN outputs
+        self.slope = validate.number("leaky_relu", "negative_slope", slope)
 
     def forward(self, x):
         xp = get_array_module(x)
@@ -133,7 +134,7 @@ def exp(x): return Exp()(x)
 def log(x): return Log()(x)
 def abs(x): return Abs()(x)  # noqa: A001 - the function's own name
 def relu(x): return ReLU()(x)
-def leaky_relu(x, slope=0.01): return LeakyReLU(slope)(x)
+def leaky_relu(x, negative_slope=0.01): return LeakyReLU(negative_slope)(x)
 def tanh(x): return Tanh()(x)
 def sigmoid(x): return Sigmoid()(x)
 def gelu(x): return GELU()(x)

@@ -8,6 +8,9 @@ With gxhat = g * gamma and averages taken over the normalised axes,
 
 BatchNorm normalises each feature over the batch (and H, W); LayerNorm each sample
 over its trailing axes. beta is optional: DAC nets use BatchNorm without it (BN').
+batch_norm's arguments come in torch.batch_norm's order (x, gamma, beta, running_mean,
+running_var); layer_norm takes the number of trailing axes, not PyTorch's shape: PyTorch's
+F.batch_norm and F.layer_norm are tinyunits.nn.functional's.
 Every mean, variance and sum over the normalised axes adds float32 up in float64
 (ops/reduction.py says why).
 """

@@ -3,6 +3,8 @@
 `axis` is as NumPy takes it: None (all), an int, or a list or tuple of ints,
 negative ones counting from the end. Each op turns it into a sorted tuple of
 non-negative axes before it reduces, and refuses a repeated or out-of-range axis.
+These are NumPy's sum, mean and max (axis=, keepdims=): max over an axis gives the
+values only, not PyTorch's (values, indices), and PyTorch's dim= is not taken.
 
 Floats narrower than float64 are added up in float64 (wide_sum, wide_mean), the result
 cast back: NumPy adds along every axis but the last one value at a time, so the error
