@@ -37,7 +37,7 @@
 # %%
 import math
 
-from _lesson import Results, figure, setup, trial_grid
+from _lesson import figure, start, trial_grid
 
 import numpy as np  # host-side analysis and printing
 
@@ -47,11 +47,11 @@ from tinyunits.train import evaluate
 from lessons.closing import two_argument as closing  # the closing table's rows: store, evidence, rule
 from lessons.plots import two_argument as plots
 from lessons.trials import two_argument as trials
-from lessons.trials.two_argument import BATCH, HIDDEN, LR, NAMES, PAPER, SIZES, ce, outer_mlp
+from lessons.trials.two_argument import BATCH, HIDDEN, LR, NAMES, ce, outer_mlp
 
-args, SIZE = setup("02_two_argument", "Lesson 2: two-argument activations (Kim et al. 2022)")
-S = SIZES[SIZE]  # this mode's sizes (--full: those of the authors' code)
-results = Results("paper", claims=PAPER, settings=S)  # the closing table
+# this mode's sizes S (--full: those of the authors' code) and the closing table
+args, SIZE, S, results = start("02_two_argument", "Lesson 2: two-argument activations "
+                               "(Kim et al. 2022)", trials)
 
 # %% [markdown]
 # ## The unit and its backward
@@ -82,8 +82,8 @@ results = Results("paper", claims=PAPER, settings=S)  # the closing table
 # convolution) the slice is taken over channels at each position, and X has one
 # row per sample, unit and position: N = B k H W. Nothing else changes.
 #
-# Backward. The engine hands the unit G = dLoss/dy, one number per row of X
-# (N x 1). Write D_l = dLoss/dA_l (N x d_{l+1}) for the gradient at layer l's
+# Backward. Loss is the scalar the training minimises. The engine hands the
+# unit G = dLoss/dy, one number per row of X (N x 1). Write D_l = dLoss/dA_l (N x d_{l+1}) for the gradient at layer l's
 # pre-activations, and dW_l, db_l, dX for the gradients of W_l, b_l and X. The
 # ingredients:
 #
@@ -186,7 +186,7 @@ closing.widths(results, WIDTH)
 #   batch 200), keeping its best snapshot. The 1-argument control's f is
 #   pretrained on the row x1 = 0 of such a map (batches of 10: it has 101
 #   points), our choice: the paper does not say how it set up its 1-argument
-#   nets. The closing table calls the map fitted when the mean R^2 is above 0.9.
+#   nets.
 # - **Session II**: train f and a fresh outer MLP together on images (Adam 1e-3,
 #   batch 200).
 # - **Session III**: freeze f (`inner.freeze()`: its parameters stop requiring
@@ -195,8 +195,10 @@ closing.widths(results, WIDTH)
 #   train it again. The ReLU control has no f; it is simply trained twice from
 #   fresh weights.
 #
-# `session_trial` runs the three sessions for one model and one repetition (the
-# repetition seeds the map, every initial weight and the batch order), then
+# `session_trial` runs the three sessions for one model, at the width matched
+# above (`trials.WIDTHS` holds those widths; the row above checks that they
+# agree), and one repetition (the repetition seeds the map, every initial
+# weight and the batch order), then
 # takes the measurements of the sections below and returns numbers and small
 # arrays (f's parameters included), so that a `--full` run can store it.
 
@@ -227,7 +229,8 @@ closing.sessions(results, evidence, source, DATA, SIZE)
 # parameters) and draw the initial weights, the dropout masks and the batch
 # order from the seeds `session_trial` used, so the validation accuracies should
 # be the run's own, epoch by epoch (`fit` also stops early and restores the best
-# epoch in --full; this loop does not).
+# epoch in --full, where the run may also come from another machine's store;
+# this loop does neither).
 
 # %%
 def session_two(inner, epochs, seed, order_seed):
@@ -255,7 +258,7 @@ def session_two(inner, epochs, seed, order_seed):
 
 tu.set_default_dtype("float32")  # as session_trial
 f_start = trials.inner_net(runs[2][0]["pretrained"])  # made before the seed: it draws weights too
-model, curve = session_two(f_start, S["epochs"], seed=1000, order_seed=0)
+model, curve = session_two(f_start, S["epochs"], seed=1000, order_seed=0)  # session_trial's, rep 0
 logged = runs[2][0]["curve2"]
 same = np.allclose(curve[:len(logged)], logged[:len(curve)], rtol=0, atol=1e-6)
 print(f"session_trial's fit() logged {', '.join(f'{100 * a:.2f}' for a in logged)} %: "
@@ -291,9 +294,8 @@ if source == "store":
 # spatial patterns within 1-5 epoch in general". Each 2-arg run filmed f on a
 # fixed window of its inputs at the end of every epoch of session II. The
 # correlation of each frame with the f the run kept (the one session III froze)
-# measures how far the shape still had to go. The verdict calls f settled from
-# the first epoch where it passes 0.9; that needs runs much longer than 5
-# epochs, since in a run of 4 epochs the kept f is the f of epoch 4.
+# measures how far the shape still had to go. Telling that needs runs much
+# longer than 5 epochs: in a run of 4 epochs the kept f is the f of epoch 4.
 
 # %%
 two_arg = evidence[2]

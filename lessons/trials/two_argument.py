@@ -34,14 +34,16 @@ import numpy as np  # host-side data, the attack's steps and the recorded inputs
 
 import datasets
 import tinyunits as tu
-from tinyunits import nn, optim
+from tinyunits import nn, ops, optim
 from tinyunits.train import accuracy, evaluate, fit
 
 HIDDEN = 64          # units per hidden layer of the 2-argument outer MLP
 NAMES = {2: "2-arg", 1: "1-arg", 0: "ReLU"}  # n_args -> the model's name in the tables
 BATCH, LR = 200, 1e-3
 EPSILONS = (0.3, 0.1)  # the attack's l-infinity radii on the [0, 1] pixel scale
-ce = nn.functional.cross_entropy
+# The book's own op, not nn.functional's PyTorch-signature wrapper: the stored runs' code
+# identity names the function this constant holds.
+ce = ops.cross_entropy
 # A fixed window where LayerNorm-ed arguments mostly live, to film f as it learns (Fig. 5).
 WATCH = np.stack(np.meshgrid(*[np.linspace(-3, 3, 41)] * 2, indexing="ij"), axis=-1)
 
