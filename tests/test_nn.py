@@ -121,7 +121,7 @@ def test_unknown_keyword_names_the_argument(cls):
     (nn.HanLayer, dict(dim=3, axis=0), "axis 0"),
     (nn.InnerNet, dict(hidden=()), "hidden"),
     (nn.LayerNorm, dict(shape=()), "shape"),
-    (nn.Dropout, dict(p=1.0), "p must be"),
+    (nn.Dropout, dict(p=1.5), "p must be"),
     (nn.BatchNorm1d, dict(num_features=2, momentum=1.5), "momentum"),
     (nn.BatchNorm1d, dict(num_features=2, eps=0.0), "eps"),
     (nn.MultiArgActivation, dict(inner="relu"), "InnerNet"),

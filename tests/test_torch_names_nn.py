@@ -360,6 +360,15 @@ def test_cross_entropy_of_huge_logits_is_finite_as_pytorchs():
     np.testing.assert_allclose(loss.item(), 2e30, rtol=1e-6)
 
 
+def test_dropout_with_p_1_zeroes_everything_as_pytorchs():
+    x = t(np.ones((3, 4)), requires_grad=True)
+    y = nn.Dropout(1.0)(x)
+    y.sum().backward()
+    np.testing.assert_array_equal(host(y.data), np.zeros((3, 4)))
+    np.testing.assert_array_equal(host(x.grad), np.zeros((3, 4)))
+    np.testing.assert_array_equal(host(F.dropout(x, 1.0).data), np.zeros((3, 4)))
+
+
 def test_mse_of_0_d_tensors_is_their_squared_difference():
     assert F.mse_loss(t(1.0), t(3.0)).item() == 4.0
 
@@ -373,7 +382,7 @@ def test_mse_of_0_d_tensors_is_their_squared_difference():
      r"mse_loss: pred \(2,\) and target \(3,\) differ"),
     (lambda: F.batch_norm([1.0, 2.0], None, None, training=True), TypeError,
      r"batch_norm: input must be a Tensor of shape \(N, C, \.\.\.\)"),
-    (lambda: nn.Dropout(1.0), ValueError, r"Dropout: p must be a finite number in \[0, 1\)"),
+    (lambda: nn.Dropout(1.5), ValueError, r"Dropout: p must be a finite number in \[0, 1\]"),
 ])
 def test_bad_inputs_name_the_callable_what_was_expected_and_what_arrived(call, error, words):
     with pytest.raises(error, match=words):

@@ -144,7 +144,7 @@ class Dropout(Module):
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
         defaults_only("Dropout", inplace=(inplace, False))
-        self.p = validate.number("Dropout", "p", p, low=0, high=1, high_open=True)
+        self.p = validate.number("Dropout", "p", p, low=0, high=1)
 
     def forward(self, x):
         self.check_input(x, True, "any shape")
