@@ -174,7 +174,7 @@ print(f"2-arg  [{HIDDEN}]*3: {TARGET} parameters (inner net {nn.InnerNet(2).num_
 for n_args, label in ((1, "1-arg"), (0, "ReLU ")):
     WIDTH[n_args], beta = matched_width(n_args, TARGET)
     print(f"{label}  [{WIDTH[n_args]}]*3: {count(n_args, WIDTH[n_args])} parameters (beta = {beta})")
-closing.widths(results, WIDTH)
+print(f"the authors' widths [114]*3 and [118]*3: {'yes' if WIDTH == trials.WIDTHS else 'NO'}")
 
 # %% [markdown]
 # ## The three sessions
@@ -196,7 +196,7 @@ closing.widths(results, WIDTH)
 #   fresh weights.
 #
 # `session_trial` runs the three sessions for one model, at the width matched
-# above (`trials.WIDTHS` holds those widths; the row above checks that they
+# above (`trials.WIDTHS` holds those widths; the line above checks that they
 # agree), and one repetition (the repetition seeds the map, every initial
 # weight and the batch order), then
 # takes the measurements of the sections below and returns numbers and small
@@ -363,19 +363,26 @@ def standardised(values, mask):
     return values / values[mask].std()
 
 
-analysis = []
-for rep, r in enumerate(two_arg):
+def analyse(r, label):
+    """The quadratic fit of one run's learned f (and of its session-I f) over the support
+    of its inputs; prints it under label."""
     centres, mask = support(r["inputs"])
     learned = standardised(trials.evaluate_f(trials.inner_net(r["inner"]), centres), mask)
     random = standardised(trials.evaluate_f(trials.inner_net(r["pretrained"]), centres), mask)
     c, fitted, r2 = quadratic_fit(centres, learned, mask)
     c_random, _, _ = quadratic_fit(centres, random, mask)
-    analysis.append(dict(inputs=r["inputs"], centres=centres, mask=mask, learned=learned,
-                         fitted=fitted, random=random, c=c, r2=r2, kappa=curvature(c)))
-    print(f"run {rep} ({source}): f ~ " + " ".join(f"c{i + 1}={v:+.3f}" for i, v in enumerate(c))
+    print(f"{label}: f ~ " + " ".join(f"c{i + 1}={v:+.3f}" for i, v in enumerate(c))
           + f"  (quadratic R^2 {r2:.2f}); curvature {curvature(c):+.4f} "
           f"({'XOR-like saddle' if curvature(c) < 0 else 'bowl/dome'}); "
           f"session-I f on the same region: {curvature(c_random):+.4f}")
+    return dict(inputs=r["inputs"], centres=centres, mask=mask, learned=learned,
+                fitted=fitted, random=random, c=c, r2=r2, kappa=curvature(c))
+
+
+analysis = [analyse(r, f"run {rep} ({source})") for rep, r in enumerate(two_arg)]
+if source == "store":  # this run's f too, beside them (in neither the figure nor the verdict)
+    for rep, r in enumerate(runs[2]):
+        analyse(r, f"this run's rep {rep}")
 figure(plots.nonlinearities(analysis, source), "learned_nonlinearities.png")
 closing.curvatures(results, [a["kappa"] for a in analysis], source)
 

@@ -16,13 +16,6 @@ LONG_RUN = 2
 COIN = 0.05  # a count of negative curvatures refutes "a minority" where a fair coin's is rarer
 
 
-def widths(results, width):
-    """The control widths the lesson matched, {n_args: units per hidden layer}, against the
-    authors' [114]*3 and [118]*3."""
-    results.add("control widths 1-arg / ReLU", f"[{width[1]}]*3 / [{width[0]}]*3",
-                width == trials.WIDTHS, rule="the paper's widths exactly")
-
-
 def evidence(runs):
     """The runs the sessions' claims read (session I's fit, the learning curves, f's settling
     and shape): the store's --full runs when it holds every run of every model from the

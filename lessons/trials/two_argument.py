@@ -77,9 +77,6 @@ _CHANCE = "{measured} decide"
 # the likely reason where ours differs ({names}: the run's SIZES).
 PAPER_ROBUST_INCREMENT = 13.06  # Table 1: 2-arg - ReLU, accuracy % under AutoAttack, eps 0.3
 PAPER = {
-    "control widths 1-arg / ReLU": (
-        "[114]*3 / [118]*3", "a bug: the widths follow from matching the 2-arg net's parameter "
-        "count"),
     "session I fits the map (R^2)": ("fits (Fig. 4b)", "{measured}"),
     "2-arg above ReLU, session II": ("all (Fig. 4d)", _CHANCE),
     "2-arg above ReLU, session III": ("all (Fig. 4d)", _CHANCE),
