@@ -51,7 +51,10 @@ def times(a, x):
     xp = get_array_module(x)
     with backend.host_module().errstate(invalid="ignore"):  # 0 * inf: replaced below
         y = a * x
-    return xp.where(xp.isnan(y), a * xp.nan_to_num(x, nan=xp.nan), y)
+    if x.dtype.kind == "f":
+        top = xp.finfo(x.dtype).max  # 0 * (the largest finite number) is a zero of x's sign
+        xp.copyto(y, a * xp.clip(x, -top, top), where=xp.isnan(y))
+    return y
 
 
 class ReLU(Function):
