@@ -54,14 +54,15 @@ def test_learning_curves_weigh_each_epochs_gap_against_its_standard_error(capsys
     ahead = {2: [run(0.80, 5), run(0.82, 5)], 0: [run(0.70, 5), run(0.71, 5)]}
     closing.learning_curves(results, ahead, "store", 3000)
     ours, holds, why = rows(results)["2-arg above ReLU, session II"]
-    assert ours == "5 of 5 epochs, 5 by 2 se" and holds == "yes"
+    assert ours == "5 of 5 epochs" and holds == "yes"
     behind = {2: [run(0.6, 2)], 0: [run(0.7, 3)]}  # one run each: the binomial noise of 3000
     results = _lesson.Results("paper", claims=trials.PAPER, settings=trials.SIZES["quick"])
     closing.learning_curves(results, behind, "this run", 3000)
     ours, holds, why = rows(results)["2-arg above ReLU, session II"]
-    assert ours == "0 of 2 epochs, 0 by 2 se" and holds == "NO"  # ReLU cut to 2 epochs
+    assert ours == "0 of 2 epochs" and holds == "NO"  # ReLU cut to 2 epochs
     assert why.startswith("gaps from -10.00 to -10.00 points, 0 of 2 beyond 2 se decide")
-    assert "this run" in capsys.readouterr().out  # the verdict line names its evidence
+    out = capsys.readouterr().out  # the verdict line names its evidence
+    assert "this run; per-epoch gap in points, -10.00 to -10.00, 0 above +2 se" in out
 
 
 def test_session_one_reads_the_stores_fits_and_prints_them_in_one_line(monkeypatch, capsys):

@@ -94,14 +94,14 @@ def learning_curves(results, runs, source, n_val):
         ahead = int((gaps > 0).sum())
         beyond = sum(g > verdicts.NOISE_SE * s for g, s in zip(gaps, ses))
         results.add(f"2-arg above ReLU, session {session}",
-                    f"{ahead} of {both} epochs, {beyond} by {verdicts.NOISE_SE:g} se",
+                    f"{ahead} of {both} epochs",
                     verdicts.above_throughout(gaps, ses),
                     rule=f"per epoch, the mean curves' gap (2-arg - ReLU) in standard errors "
                          f"(se): NO if one is below -{verdicts.NOISE_SE:g}, yes if none is and "
                          f"most are above +{verdicts.NOISE_SE:g}, else unclear",
                     evidence=Evidence(len(two), float(gaps.mean()),
-                                      f"{source}; gap in points over the epochs, from "
-                                      f"{gaps.min():+.2f} to {gaps.max():+.2f}",
+                                      f"{source}; per-epoch gap in points, {gaps.min():+.2f} to "
+                                      f"{gaps.max():+.2f}, {beyond} above +{verdicts.NOISE_SE:g} se",
                                       se=float(np.mean(ses))),
                     measured=f"gaps from {gaps.min():+.2f} to {gaps.max():+.2f} points, "
                              f"{beyond} of {both} beyond {verdicts.NOISE_SE:g} se")
@@ -194,8 +194,9 @@ def robust_increment(results, attacked, robust, n_images):
     se = verdicts.accuracy_difference_se(two_arg, relu, n_images)
     results.add("robust gain 2-arg - ReLU, eps 0.3", f"{increment:+.2f}",
                 verdicts.gain(increment, trials.PAPER_ROBUST_INCREMENT, se),
-                rule=f"the gain counts above {verdicts.NOISE_SE:g} standard errors; "
-                     f"{verdicts.GAIN_RULE}",
+                rule=f"yes if the gain is above {verdicts.NOISE_SE:g} standard errors (se) and "
+                     f"half the paper's, partly if only above {verdicts.NOISE_SE:g} se; else NO "
+                     f"if the paper's is {verdicts.NOISE_SE:g} se above ours, else unclear",
                 evidence=Evidence(len(relu), increment, f"{source}, {compared}", se=se),
                 measured=f"2-arg {np.mean(two_arg):.2f} %, ReLU {np.mean(relu):.2f} %: "
                          + (f"{increment / se:+.1f} se" if se else "no spread (se 0)"))
