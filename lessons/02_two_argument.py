@@ -211,10 +211,11 @@ for t, r in zip(run_trials, run_results):
     print(f"rep {t['rep']} {NAMES[t['n_args']]:5s}: {fit_note}test accuracy session II "
           f"{100 * r['test2']:.2f} %, session III {100 * r['test3']:.2f} % "
           f"({len(r['curve2'])} and {len(r['curve3'])} epochs)")
-figure(plots.session_one(runs[2][0]["session1"], runs[1][0]["session1"]), "session1_pretraining.png")
 print("f unchanged by session III, bit for bit, in every run: "
       + ("yes" if all(r["unchanged"] for n in (1, 2) for r in runs[n]) else "NO: freeze() failed"))
 evidence, source = closing.evidence(runs)  # the store's --full runs when it holds them all
+figure(plots.session_one(evidence[2][0]["session1"], evidence[1][0]["session1"], f"run 0, {source}"),
+       "session1_pretraining.png")
 closing.sessions(results, evidence, source, DATA, SIZE)
 
 # %% [markdown]

@@ -7,9 +7,10 @@ import numpy as np
 COLORS = {"2-arg": "tab:red", "1-arg": "tab:green", "ReLU": "tab:blue"}
 
 
-def session_one(two, one):
+def session_one(two, one, run):
     """The session-I target maps and the inner nets' fits: two and one are
-    dict(target=..., fit=...) of the 2-argument (101 x 101 grid) and 1-argument runs."""
+    dict(target=..., fit=...) of the 2-argument (101 x 101 grid) and 1-argument runs;
+    run says whose (the title)."""
     side = int(round(math.sqrt(len(two["target"]))))
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
     lim = np.abs(two["target"]).max()
@@ -24,6 +25,7 @@ def session_one(two, one):
     axes[2].plot(x, one["fit"], "--", label="pretrained 1-arg inner net")
     axes[2].set(title="1-argument control", xlabel="x")
     axes[2].legend(fontsize=8)
+    fig.suptitle(f"session I, {run}")
     return fig
 
 
