@@ -217,7 +217,7 @@ results.add("backward vs finite differences",
 rng = np.random.default_rng(0)
 x = rng.normal(size=(1200, m)).astype(np.float32)
 target = x[:, 24:32].sum(axis=1, keepdims=True) + rng.normal(size=(1200, 1)).astype(np.float32)
-x_train, t_train = tu.tensor(x[:200]), tu.tensor(target[:200])
+x_train, t_train = x[:200], target[:200]  # host arrays: each batch goes to the device
 x_test, t_test = tu.tensor(x[200:]), tu.tensor(target[200:])
 tu.manual_seed(0)
 focused = nn.FocusingLinear(m, 1, mu_init=[0.4], sigma_init=0.08)
@@ -239,8 +239,9 @@ for epoch in range(30):
     order = rng.permutation(200)
     for start in range(0, 200, 20):
         rows = order[start:start + 20]
+        xb, tb = tu.tensor(x_train[rows]), tu.tensor(t_train[rows])
         for kind, neuron in neurons.items():
-            loss = nn.functional.mse_loss(neuron(x_train[rows]), t_train[rows])
+            loss = nn.functional.mse_loss(neuron(xb), tb)
             opts[kind].zero_grad()
             loss.backward()
             opts[kind].step()
