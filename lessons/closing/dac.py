@@ -15,9 +15,8 @@ from lessons.trials import dac as trials
 
 Evidence = verdicts.Evidence
 # The rows of Figure 7 and Theorem C.1 share one rule.
-CAN = ("'can' holds if the hand-set net or construction the row shows does it (to 1e-5) and a "
-       "trained one does from at least one seed; 'cannot' if no trained one does (a PL_k fit "
-       f"does it below an error of {verdicts.EXACT_FIT:g})")
+CAN = ("'can': the hand-set net or construction shown does it (to 1e-5) and a trained one does "
+       f"from some seed; 'cannot': no trained one does (PL_k: an error below {verdicts.EXACT_FIT:g})")
 
 
 def _yes(flag):
@@ -134,8 +133,8 @@ def vgg(results, runs, settings):
     gap = base_err - dac_err
     results.add("VGG: test error base - DAC", f"{base_err:.2f} - {dac_err:.2f} = "
                 f"{gap:+.2f}", verdicts.gain(gap, paper, se),
-                rule=f"the gap counts above {verdicts.NOISE_SE:g} standard errors (over seeds; "
-                     f"from one run, of the test set's binomial noise); {verdicts.GAIN_RULE}",
+                rule=f"the gap counts above {verdicts.NOISE_SE:g} standard errors (over seeds, or "
+                     f"the test set's binomial one from one run); {verdicts.GAIN_RULE}",
                 evidence=Evidence(n, gap, source, se=se),
                 measured=f"our gap {gap:+.2f} pts is {gap / se:+.1f} standard errors of {se:.2f} "
                          f"pts ({source}); the paper's {paper:+.2f} is {(paper - gap) / se:.1f} "
