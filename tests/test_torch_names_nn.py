@@ -182,6 +182,10 @@ def test_positional_arguments_mean_what_they_mean_in_pytorch():
     assert nn.LeakyReLU(0.2).negative_slope == 0.2
     assert nn.LeakyReLU(negative_slope=0.3).negative_slope == 0.3
     assert nn.MaxPool2d(2, 2).k == 2 and nn.AvgPool2d((3, 3), [3, 3]).k == 3
+    conv = nn.Conv2d(1, 2, (3, 3), (2, 2), [1, 1])  # PyTorch's pairs, when they are square
+    assert (conv.kernel_size, conv.stride, conv.padding) == (3, 2, 1)
+    with pytest.raises(TypeError, match=r"Conv2d: kernel_size must be an int >= 1, got \(3, 5\)"):
+        nn.Conv2d(1, 2, (3, 5))
 
 
 @pytest.mark.parametrize("make, name", [

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import backend, init, ops, validate
 from ..module import Module, Parameter
 from ..tensor import Tensor  # (a shape is read only from a Tensor: check_input names the rest)
-from .torch_args import defaults_only, square_window
+from .torch_args import defaults_only, square, square_window
 
 
 class Linear(Module):
@@ -44,7 +44,8 @@ class Conv2d(Module):
         defaults_only("Conv2d", dilation=(dilation, 1), groups=(groups, 1),
                       padding_mode=(padding_mode, "zeros"))
         in_channels, out_channels, kernel_size, stride, padding = validate.conv_arguments(
-            "Conv2d", in_channels, out_channels, kernel_size, stride, padding)
+            "Conv2d", in_channels, out_channels, square(kernel_size), square(stride),
+            square(padding))
         validate.flag("Conv2d", "bias", bias)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding

@@ -22,13 +22,18 @@ def defaults_only(where: str, **given) -> None:
                             f"in tinyunits (only its default, {name}={default!r})")
 
 
+def square(value):
+    """PyTorch's (n, n) for a size that is the same along both axes, as the one n
+    tinyunits takes (anything else is left for the caller's check to refuse)."""
+    if isinstance(value, (tuple, list)) and len(value) == 2 and value[0] == value[1]:
+        return value[0]
+    return value
+
+
 def square_window(where: str, kernel_size, stride) -> int:
     """k for PyTorch's kernel_size (k or (k, k)) and stride (None or the kernel size):
     tinyunits pools non-overlapping square windows only."""
-    k = kernel_size
-    if isinstance(k, (tuple, list)) and len(k) == 2 and k[0] == k[1]:
-        k = k[0]
-    k = validate.integer(where, "kernel_size", k)
+    k = validate.integer(where, "kernel_size", square(kernel_size))
     if stride is not None and stride not in (k, (k, k), [k, k]):
         validate.fail(where, "stride", f"None or the kernel_size, {k} (tinyunits pools "
                       "non-overlapping windows)", stride, TypeError)
