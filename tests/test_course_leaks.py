@@ -3,8 +3,9 @@
 
 A solution line is a line of a marked solution region (`# BEGIN SOLUTION name` ...
 `# END SOLUTION name`, code) or of a marked derivation (`BEGIN DERIVATION names` ...
-`END DERIVATION names`, docstrings), with a code line's trailing `# comment` dropped and
-every run of whitespace made one space. Two kinds of line are not counted, since they
+`END DERIVATION names`, docstrings or a lesson's comment lines, the latter without their
+`# `), with a code line's trailing `# comment` dropped and every run of whitespace made
+one space. Two kinds of line are not counted, since they
 give nothing away:
 - a line with fewer than two names other than Python's keywords (`grads = []`, `)`);
 - a line the library holds outside every region and derivation too
@@ -77,7 +78,8 @@ def shipped_anyway(root) -> set:
 def solution_lines(root=ROOT):
     """(counted, not counted): the solution lines by the rule above, and the lines it lets go."""
     found = [code(line) for c, _ in spans(root).values() for line in c]
-    found += [normal(line) for _, d in spans(root).values() for line in d]
+    # a lesson's derivation is comment lines: the site shows them without their "# "
+    found += [normal(re.sub(r"^\s*#\s?", "", line)) for _, d in spans(root).values() for line in d]
     anyway = shipped_anyway(root)
     counted, let_go = [], set()
     for line in dict.fromkeys(filter(None, found)):
