@@ -76,18 +76,18 @@ args, SIZE, S, results = start("02_two_argument", "Lesson 2: two-argument activa
 #     (2)  H_0 = X
 #     (3)  A_l = H_l W_l^T + b_l
 #     (4)  H_{l+1} = relu(A_l)          for l < L
-#     (5)  f = A_L                       (N x 1: row i is y_{bq})
+#     (5)  Y = A_L                       (N x 1: row i is y_{bq}; the code calls it f)
 #
 # For a convolutional outer layer (the paper's CNN; its inner net acts as a 1x1
 # convolution) the slice is taken over channels at each position, and X has one
 # row per sample, unit and position: N = B k H W. Nothing else changes.
 #
 # Backward. Loss is the scalar the training minimises. The engine hands the
-# unit G = dLoss/dy, one number per row of X (N x 1). Write D_l = dLoss/dA_l (N x d_{l+1}) for the gradient at layer l's
-# pre-activations, and dW_l, db_l, dX for the gradients of W_l, b_l and X. The
-# ingredients:
+# unit G = dLoss/dY, one number dLoss/dy_{bq} per row of X (N x 1). Write
+# D_l = dLoss/dA_l (N x d_{l+1}) for the gradient at layer l's pre-activations,
+# and dW_l, db_l, dX for the gradients of W_l, b_l and X. The ingredients:
 #
-# - f = A_L: the gradient arriving at A_L is G itself.
+# - Y = A_L: the gradient arriving at A_L is G itself.
 # - By (3), entry (i, j) of A_l is sum_m (H_l)_{im} (W_l)_{jm} + (b_l)_j. So
 #   (W_l)_{jm} enters every one of the N rows, and (H_l)_{im} every column j
 #   of row i. A value used several times receives the sum of the gradients of its
