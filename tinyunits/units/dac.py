@@ -12,10 +12,12 @@ Dense, eq. (4), with A the activated inputs, one per connection:
 
 Backward, eq. (7), with g = dE/dy and M the masked cotangent:
 
+    BEGIN DERIVATION dac_dW dac_dB dac_dx
     M[b,i,j] = phi'(B[i,j] + x[b,j]) * g[b,i]
     dW[i,j]  = sum_b A[b,i,j] * g[b,i]
     dB[i,j]  = W[i,j] * sum_b M[b,i,j]
     dx[b,j]  = sum_i W[i,j] * M[b,i,j]
+    END DERIVATION dac_dW dac_dB dac_dx
 
 The last line is the paper's "granular masking": each term of the sum over i
 has its own mask phi'(B[i,j] + x[b,j]); a standard unit has one mask for all i.
