@@ -919,12 +919,13 @@ def dac_figure7(which="a"):
     vertical axis, and w = (-2, 1.5) gives 0.75, 1.25, 0.75, so the threshold 1
     singles out the black point.
 
-    "b": the points of a 0.25-spaced grid on [-2, 2]^2, label 1 (blue) inside the
-    square |x1| + |x2| < 1 and 0 (green) outside it; the 16 grid points on its
-    edge are left out. 25 blue and 248 green points. The caption's net
+    "b": the points of a 0.25-spaced grid on [-2, 2]^2, label 1 inside the
+    square |x1| + |x2| < 1 and 0 outside it (the figure draws them red and blue,
+    its caption's text says blue and green); the 16 grid points on its edge are
+    left out: 25 points inside and 248 outside. The caption's net
     g(f(x)) = phi(1 + x1) + phi(1 + x2) - 2 phi(x1) - 2 phi(x2) - 1 is positive
-    exactly on the blue points. (It is 0, not negative as the caption says, on
-    the half-axes x1 <= -1, x2 = 0 and x2 <= -1, x1 = 0, which hold green points
+    exactly on the points inside. (It is 0, not negative as the caption says, on
+    the half-axes x1 <= -1, x2 = 0 and x2 <= -1, x1 = 0, which hold label-0 points
     here: separate with g > 0.)
     """
     _choice("dac_figure7", "which", which, ("a", "b"))

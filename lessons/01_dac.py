@@ -212,7 +212,8 @@ figure(plots.figure7a_learned(X7a, y7a, trials.DIAGONAL, best_7a), "figure7a_lea
 # kinks let its output rise and fall again.
 #
 # **7b.** Red points (label 1) inside the square |x1| + |x2| < 1, blue ones (label 0)
-# around it, as the paper's figure draws them (and so do our decision regions).
+# around it, as the paper's figure draws them (and so do our decision regions; the
+# caption's text says "the blue from the green points").
 # The caption's net: a DAC layer R^2 -> R^2 with w_ij = 1, b_1j = 1, b_2j = 0,
 # then g(y) = y1 - 2 y2 - 1, is positive exactly on the red points. With a
 # standard layer f, the set {g(f(x)) >= 0} is unbounded or empty, so some blue
