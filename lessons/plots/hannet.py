@@ -35,6 +35,8 @@ def v3_vs_depth(v3_rows, samples):
         ax.set_xlabel("L (width shrinks to keep ~4000 FC parameters)")
         ax.set_yscale("log")
     axes[0].set_ylabel(f"V3, geometric mean of {samples}")
+    fig.suptitle(f"this run's draws: V3 over {samples} random parameter samples per depth "
+                 "(paper Figure 2: 3000)")
     return fig
 
 
@@ -64,6 +66,7 @@ def c_and_g(relu_norms, abs_norms, han_norms, d):
     ax2.semilogy(Ls, abs_norms[:, 0], label="C_L ABS")
     ax2.semilogy(Ls, han_norms, label="C_L HanNet (G_L = 1 exactly)")
     ax2.set_title("C-matrices: ReLU vs ABS"), ax2.set_xlabel("L"), ax2.legend(fontsize=8)
+    fig.suptitle("this run: one random draw of each net and one pair (x, xbar) (paper Figure 6)")
     return fig
 
 
@@ -77,7 +80,8 @@ def checkerboard(board, x_train, y_train, **runs):
     axes[1].set_title("training set (25 %)"), axes[1].set_aspect("equal")
     for ax, (name, run) in zip(axes[2:], runs.items()):
         ax.imshow(run["map"].T, origin="lower", extent=(-1, 1, -1, 1), cmap="coolwarm")
-        ax.set_title(f"{name}: {run['test_acc']:.1%} test accuracy")
+        ax.set_title(f"{name} (lr {run['lr']}): {run['test_acc']:.1%} test accuracy")
+    fig.suptitle("this run: one seed-0 run per net, not the store's seeds (paper Figure 4)")
     return fig
 
 
@@ -88,7 +92,7 @@ def label_flips(flip_acc):
     for i, name in enumerate(("FCNet", "HanNet")):
         ax.plot(list(flip_acc), [acc[i] for acc in flip_acc.values()], "o-", label=name)
     ax.set_xlabel("fraction of training labels flipped"), ax.set_ylabel("test accuracy")
-    ax.legend()
+    ax.legend(), ax.set_title("this run: one seed-0 run per point (paper Figure 10a)")
     return fig
 
 
@@ -100,4 +104,5 @@ def mixers(rows, n_test):
     for i, n in enumerate(names):
         ax.text(rows[n][1], i, f" {rows[n][1]:.1%}, {rows[n][0]} params", va="center", fontsize=8)
     ax.set_xlim(0, 1.15), ax.set_xlabel(f"Fashion-MNIST test accuracy ({n_test} images)")
+    ax.set_title("this run: one seed per model (Table 2 at classroom scale)")
     return fig
