@@ -36,9 +36,11 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from tqdm import tqdm
+
 from .. import backend, fast, manual_seed, validate
 from ..tensor import get_default_dtype, set_default_dtype
-from . import grading
+from . import grading, teacher
 from .exercises import BY_NAME, EXERCISES, current_name
 from .runner import LIMIT, TAIL
 from .source import HIDDEN_DIR
@@ -419,19 +421,33 @@ def gradescope(results) -> dict:
                        "output": r.output} for r in results]}
 
 
-def grade_all(submissions, out, hidden=None, only=None, timeout=TIMEOUT) -> int:
-    """One CSV row per folder of `submissions`: student, total, then each exercise."""
-    folders = sorted(p for p in pathlib.Path(submissions).iterdir() if p.is_dir())
+def grade_all(submissions, out, hidden=None, only=None, timeout=TIMEOUT, feedback=None,
+              progress=False) -> teacher.Summary:
+    """One CSV row per folder of `submissions`: student, total, max, each exercise's
+    points, then each exercise's status (teacher.py). feedback: a folder that gets one
+    file per student, the text `grade` prints for their copy. progress: a bar on
+    standard error. A file among the folders is named on standard error and skipped."""
+    folders, files = teacher.submission_folders(submissions)
+    for path in files:
+        print(f"grade-all: {path} is a file, not a student's folder: skipped", file=sys.stderr)
     names = [current_name(n) for n in only] if only else [e.name for e in EXERCISES]
     hidden = load_hidden(hidden or default_hidden())  # once: every student, the same cases
+    summary = teacher.Summary(names, skipped=[p.name for p in files])
     writer = csv.writer(out)
-    writer.writerow(["student", "total", "max"] + names)
-    for folder in folders:
+    writer.writerow(["student", "total", "max"] + names + [f"{n} status" for n in names])
+    for folder in tqdm(folders, desc="grade-all", unit="student", file=sys.stderr,
+                       disable=not progress):
         try:
-            _, results = grade(folder, names, hidden, timeout)
-        except ValueError as err:
-            print(err, file=sys.stderr)
-            results = [Result(n, 0, BY_NAME[n].points, str(err)) for n in names]
+            graded, results = grade(folder, names, hidden, timeout)
+            statuses = [teacher.status(r) for r in results]
+        except ValueError as err:  # a folder that is no copy: its row says so
+            graded, results = str(folder), [Result(n, 0, BY_NAME[n].points, str(err))
+                                            for n in names]
+            statuses = [teacher.NOT_A_COPY] * len(names)
         writer.writerow([folder.name, sum(r.score for r in results),
-                         sum(r.max_score for r in results)] + [r.score for r in results])
-    return len(folders)
+                         sum(r.max_score for r in results)] + [r.score for r in results]
+                        + statuses)
+        if feedback is not None:
+            teacher.write_feedback(pathlib.Path(feedback), folder.name, table(graded, results))
+        summary.add(results, statuses)
+    return summary

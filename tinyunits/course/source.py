@@ -27,6 +27,7 @@ import subprocess
 from dataclasses import dataclass
 
 from .exercises import BY_NAME
+from .readme import README, student_readme
 
 BEGIN = re.compile(r"^(\s*)# BEGIN SOLUTION (\w+)\s*$")
 END = re.compile(r"^(\s*)# END SOLUTION (\w+)\s*$")
@@ -110,13 +111,17 @@ def is_stub(region: Region) -> bool:
     return [line.strip() for line in region.lines] == [stub_line(region.name, "").strip()]
 
 
-def strip(text: str, path: str = "<text>") -> str:
+def strip(text: str, path: str = "<text>", stubbed=None) -> str:
     """The student version of one file: each region's lines become the stub, and
-    each derivation, markers included, becomes its note."""
+    each derivation, markers included, becomes its note. stubbed: the exercises to
+    stub (default: all); a derivation stays only if none of its exercises is stubbed."""
+    def cut(names):
+        return stubbed is None or bool(set(names.split()) & set(stubbed))
     lines = text.splitlines(keepends=True)
-    cuts = [(r.begin + 1, r.end, stub_line(r.name, r.indent)) for r in regions_in(text, path)]
+    cuts = [(r.begin + 1, r.end, stub_line(r.name, r.indent)) for r in regions_in(text, path)
+            if cut(r.name)]
     cuts += [(r.begin, r.end + 1, derivation_note(r.name, r.indent))
-             for r in derivations_in(text, path)]
+             for r in derivations_in(text, path) if cut(r.name)]
     for start, stop, replacement in sorted(cuts, reverse=True):
         lines[start:stop] = [replacement + "\n"]
     return "".join(lines)
@@ -227,9 +232,11 @@ def all_derivations(root: pathlib.Path, files=None) -> list:
             if rel.endswith(".py") for d in derivations_in((root / rel).read_text(), rel)]
 
 
-def write_student_copy(root, dest) -> list:
+def write_student_copy(root, dest, release=()) -> list:
     """Copy the project at root to dest with every region stubbed and every derivation
-    replaced by its note; return the regions."""
+    replaced by its note, but those of the exercises named in `release` (solutions
+    handed out after their week), and the README written for students (readme.py);
+    return the regions stubbed."""
     root, dest = pathlib.Path(root).resolve(), pathlib.Path(dest).resolve()
     if dest == root or root in dest.parents:
         raise ValueError(f"student: {dest} lies inside the source tree {root}; "
@@ -237,13 +244,18 @@ def write_student_copy(root, dest) -> list:
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ValueError(f"student: {dest} exists and is not an empty folder; "
                          "refusing to write into it")
+    unknown = sorted(set(release) - set(BY_NAME))
+    if unknown:
+        raise ValueError(f"student: unknown exercise(s) {unknown}; known: {list(BY_NAME)}")
     files = project_files(root)
-    regions = all_regions(root, files)
+    regions = [r for r in all_regions(root, files) if r.name not in release]
+    stubbed = [r.name for r in regions]
     for rel in files:
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        text = (root / rel).read_text() if rel.endswith(".py") else None
-        student = strip(text, rel) if text is not None else None
+        text = (root / rel).read_text() if rel.endswith(".py") or rel == README else None
+        student = (student_readme(text, stubbed) if rel == README
+                   else strip(text, rel, stubbed) if text is not None else None)
         if student != text:
             target.write_text(student)
         else:
