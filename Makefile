@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install data tour test test-numpy test-strict gradcheck lessons figures notebooks bench grids site clean student grade
+.PHONY: install data tour test test-numpy test-strict gradcheck lessons figures notebooks bench grids site clean student grade gradescope
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,12 @@ student: install
 # Grades DIR (default: this checkout): `make grade DIR=../student`.
 grade: install
 	$(PY) -m tinyunits.course grade $(DIR)
+
+# A Gradescope autograder zip (setup.sh, run_autograder, the grader, a clean student copy,
+# course_hidden/): `make gradescope ONLY="dac"` grades only those exercises.
+GRADESCOPE ?= build/gradescope.zip
+gradescope: install
+	$(PY) -m tinyunits.course gradescope --out $(GRADESCOPE) $(if $(ONLY),--only $(ONLY))
 
 # The course site in site/: lessons executed (SITE_MODE=quick by default, tiny in
 # seconds, full), cached in build/site-cache; KaTeX comes from npm, once. It shows no
