@@ -17,6 +17,7 @@ import pytest
 
 from tinyunits.course import BY_NAME, EXERCISES, TOTAL_POINTS
 from tinyunits.course.grade import grade, grade_all
+from tinyunits.course.readme import student_readme
 from tinyunits.course.source import (all_regions, is_stub, project_files, regions_in, strip,
                                      write_student_copy)
 
@@ -148,7 +149,9 @@ def test_the_student_copy_differs_from_the_library_only_in_the_regions(student):
             assert rel.startswith("tests/test_course") or rel.startswith("tests/course_")
             continue
         mine, theirs = (ROOT / rel).read_bytes(), (student / rel).read_bytes()
-        if mine != theirs:  # only a region's lines or a derivation (a lesson's prose too)
+        if rel == "README.md":  # written for students (tests/test_course_teacher.py)
+            assert theirs.decode() == student_readme(mine.decode())
+        elif mine != theirs:  # only a region's lines or a derivation (a lesson's prose too)
             assert rel.endswith(".py") and theirs.decode() == strip(mine.decode(), rel), rel
 
 
@@ -279,7 +282,9 @@ def test_grade_all_writes_one_csv_row_per_student(solved, student, tmp_path):
     (tmp_path / "alice").symlink_to(solved)
     (tmp_path / "bob").symlink_to(student)
     out = io.StringIO()
-    assert grade_all(tmp_path, out, only=["engine_mul", "hannet_dx"]) == 2
+    assert grade_all(tmp_path, out, only=["engine_mul", "hannet_dx"]).students == 2
     rows = list(csv.reader(io.StringIO(out.getvalue())))
-    assert rows == [["student", "total", "max", "engine_mul", "hannet_dx"],
-                    ["alice", "3", "3", "1", "2"], ["bob", "0", "3", "0", "0"]]
+    assert rows == [["student", "total", "max", "engine_mul", "hannet_dx",
+                     "engine_mul status", "hannet_dx status"],
+                    ["alice", "3", "3", "1", "2", "graded", "graded"],
+                    ["bob", "0", "3", "0", "0", "not attempted", "not attempted"]]
