@@ -106,6 +106,59 @@ def test_exercises_page_says_when_there_is_no_registry(hooks, monkeypatch):
     assert "No exercise registry" in hooks.exercises_page()
 
 
+def test_a_page_notebook_holds_no_setup_cell_and_no_path_of_the_build_machine(hooks, tmp_path):
+    import nbformat
+    import tempfile
+    executed = tmp_path / "cache" / "tiny" / "lessons" / "07_demo.ipynb"
+    figures = executed.parent / "figures" / "07_demo"
+    v4 = nbformat.v4
+    setup = v4.new_code_cell("import os", metadata={"tags": [site_lessons.SETUP_TAG]})
+    figure = v4.new_code_cell("figure('a')", outputs=[
+        v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="}),
+        v4.new_output("execute_result", data={"text/plain": repr(str(figures / "a.png"))},
+                      execution_count=1)])
+    number = v4.new_code_cell("x", outputs=[
+        v4.new_output("execute_result", data={"text/plain": "'a path-free string'"},
+                      execution_count=2)])
+    printed = v4.new_code_cell("print(...)", outputs=[
+        v4.new_output("stream", name="stdout", text=f"figures in {figures}\n"),
+        v4.new_output("stream", name="stderr",
+                      text=f"{sys.prefix}/lib/x.py:1: Warning\n{tempfile.gettempdir()}/run1\n"
+                           f"{ROOT}/lessons/x.py\n"),
+        v4.new_output("error", ename="E", evalue="", traceback=[f"File {sys.prefix}/y.py"])])
+    executed.parent.mkdir(parents=True)
+    nbformat.write(v4.new_notebook(cells=[setup, figure, number, printed]), executed)
+    page = hooks.page_notebook(executed, tmp_path / "pages" / "07_demo.ipynb")
+    text = page.read_text()
+    for place in (str(ROOT), str(figures), tempfile.gettempdir() + "/", sys.prefix + "/"):
+        assert place not in text, f"{place} is in the page's notebook"
+    cells = nbformat.read(page, as_version=4).cells
+    assert [c.source for c in cells] == ["figure('a')", "x", "print(...)"]
+    assert [o.output_type for o in cells[0].outputs] == ["display_data"]  # the figure stays
+    assert cells[1].outputs[0].data["text/plain"] == "'a path-free string'"
+    assert cells[2].outputs[0].text == "figures in figures/07_demo\n"
+    assert cells[2].outputs[1].text == "<python>/lib/x.py:1: Warning\n<tmp>/run1\nlessons/x.py\n"
+
+
+def test_the_students_site_has_no_teachers_page_in_its_navigation(hooks):
+    nav = [{"Home": "index.md"}, {"Teaching": [{"The teacher's page": "teaching.md"},
+                                              {"Exercises": "exercises.md"}, "teaching.md"]}]
+    assert hooks.without_teacher_pages(nav) == [{"Home": "index.md"},
+                                                {"Teaching": [{"Exercises": "exercises.md"}]}]
+
+
+def test_404_links_are_relative_to_the_site_root_unless_mkdocs_knows_its_url(hooks):
+    page = ('<link href="/assets/a.css"><a href="/.">home</a><script src="/assets/b.js">'
+            '</script><a href="//example.org/x">x</a><script>{"base": "/", "v": "/"}</script>')
+    config = types.SimpleNamespace(site_url=None)
+    assert hooks.on_post_template(page, "404.html", config) == (
+        '<link href="assets/a.css"><a href=".">home</a><script src="assets/b.js">'
+        '</script><a href="//example.org/x">x</a><script>{"base": ".", "v": "/"}</script>')
+    assert hooks.on_post_template(page, "sitemap.xml", config) == page
+    config.site_url = "https://example.org/course/"  # mkdocs wrote the links under it
+    assert hooks.on_post_template(page, "404.html", config) == page
+
+
 @functools.cache
 def built_site():
     """The site in tiny mode, built by mkdocs exactly as `make site` builds it (students'
@@ -190,7 +243,7 @@ def test_every_link_between_pages_lands_on_a_page(site):
     # must send the reader to the papers' pages, not to a 404
     broken, internal = [], 0
     for page in site.rglob("*.html"):
-        if page.name == "404.html":  # its links are absolute, for whatever URL was missed
+        if page.name == "404.html":  # served for a missed URL: test_404_page_under_a_folder
             continue
         parser = Links()
         parser.feed(page.read_text(encoding="utf-8"))
@@ -211,7 +264,79 @@ def test_lesson_pages_show_the_runs_outputs(site):
         page = (site / "lessons" / name / "index.html").read_text(encoding="utf-8")
         assert "jp-OutputArea-output" in page, f"{name}: no outputs on the page"
         assert "TINYUNITS_LESSON_MODE" not in page, f"{name}: the set-up cell is shown"
-        assert (site / "lessons" / name / f"{name}.ipynb").exists(), f"{name}: no notebook to download"
+
+
+def test_each_lesson_page_links_its_notebook_as_the_student_copy_has_it(site):
+    import jupytext
+    import nbformat
+    from tinyunits.course.source import strip
+    for name in LESSON_NAMES:
+        page = site / "lessons" / name / "index.html"
+        parser = Links()
+        parser.feed(page.read_text(encoding="utf-8"))
+        [href] = [h for h in parser.hrefs if h.endswith(".ipynb")]
+        notebook = nbformat.read(page.parent / href, as_version=4)
+        script = ROOT / "lessons" / f"{name}.py"
+        student = jupytext.reads(strip(script.read_text(), str(script)), fmt="py:percent")
+        assert [c.source for c in notebook.cells] == [c.source for c in student.cells], name
+        assert any(c.get("outputs") for c in notebook.cells), f"{name}: a notebook without outputs"
+
+
+def build_machine_paths():
+    import tempfile
+    return {str(ROOT), tempfile.gettempdir() + "/", sys.prefix + "/", sys.base_prefix + "/",
+            str(pathlib.Path.home()) + "/"} - {"/"}
+
+
+def test_no_page_holds_a_path_of_the_build_machine(site):
+    # e.g. a cell whose value is a figure's path, a lesson's "figures in ...", a
+    # warning naming a file of the environment, a docstring's source file
+    places, found, read = build_machine_paths(), [], 0
+    for path in site.rglob("*"):
+        if path.suffix in (".html", ".ipynb", ".json", ".js", ".css", ".xml", ".txt"):
+            text, read = path.read_text(encoding="utf-8"), read + 1
+            found += [f"{path.relative_to(site)}: {p}" for p in places if p in text]
+    assert read > 20, f"only {read} text files read"
+    assert not found, "paths of the build machine:\n" + "\n".join(found)
+
+
+def test_404_page_under_a_folder(site):
+    # served at https://host/course/ for a URL that is not there: every link and every
+    # asset of the page must land on a file of the site
+    from urllib.parse import urljoin, urlparse
+    page = (site / "404.html").read_text(encoding="utf-8")
+    links, assets = Links(), AssetRefs()
+    links.feed(page)
+    assets.feed(page)
+    assert len(links.hrefs) > 10 and len(assets.refs) > 3, "the parser is not reading the page"
+    broken = []
+    for ref in links.hrefs + assets.refs:
+        url = urlparse(urljoin("https://host/course/nowhere", ref))
+        if url.netloc != "host":
+            continue
+        rel = url.path.removeprefix("/course/")
+        target = site / rel
+        if url.path == rel or not (target.is_file() or (target / "index.html").is_file()):
+            broken.append(ref)
+    assert not broken, "404.html's links that miss under /course/: " + ", ".join(broken)
+
+
+def test_the_students_site_leaves_the_teachers_page_out(site):
+    assert not (site / "teaching").exists()
+    assert (site / "course" / "index.html").exists(), "the students' page is missing"
+    index = (site / "search" / "search_index.json").read_text(encoding="utf-8")
+    assert '"location":"teaching/' not in index.replace(" ", "")
+    home = (site / "index.html").read_text(encoding="utf-8")
+    assert 'href="course/"' in home and 'href="teaching/"' not in home
+
+
+def test_printed_tables_keep_their_words_whole(site):
+    css = (site / "assets" / "outputs.css").read_text(encoding="utf-8")
+    rule = re.search(r"\.jp-OutputArea-output pre\s*\{([^}]*)\}", css)
+    assert rule and "white-space: pre;" in rule[1] and "word-break: normal;" in rule[1]
+    assert "overflow-x: auto;" in rule[1]
+    page = (site / "lessons" / "01_dac" / "index.html").read_text(encoding="utf-8")
+    assert 'href="../../assets/outputs.css"' in page
 
 
 def test_lesson0_and_the_api_page_show_the_graph_pictures(site):
@@ -239,8 +364,11 @@ def tex_count(markdown):
 
 
 def lesson_markdown(name):
+    """A lesson's prose as its page has it: the student copy's (derivations as notes)."""
     import jupytext
-    notebook = jupytext.read(ROOT / "lessons" / f"{name}.py", fmt="py:percent")
+    from tinyunits.course.source import strip
+    script = ROOT / "lessons" / f"{name}.py"
+    notebook = jupytext.reads(strip(script.read_text(), str(script)), fmt="py:percent")
     return "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
 
 
@@ -324,5 +452,9 @@ def test_dac_lesson_page_as_a_reader_sees_it(browser):
     assert unloaded == [], f"figures that did not load: {unloaded}"
     outputs = " ".join(e.text for e in browser.find_elements("css selector", ".jp-OutputArea-output"))
     assert "ours" in outputs.lower(), "the closing paper-vs-ours table is not on the page"
+    style = browser.execute_script(
+        "const s = getComputedStyle(document.querySelector('.jp-OutputArea-output pre'));"
+        "return [s.whiteSpace, s.wordBreak, s.overflowX];")
+    assert style == ["pre", "normal", "auto"], f"the printed tables wrap: {style}"
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     assert browser.save_screenshot(str(SCREENSHOT))

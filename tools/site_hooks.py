@@ -13,10 +13,20 @@
   site/assets/katex/: pages typeset their maths offline.
 - nbconvert's template writes a CDN MathJax <script> into every notebook page; it is
   dropped, since KaTeX typesets those pages too.
+- A lesson's page and its notebook to download (linked at the top of the page) are
+  the executed notebook as a reader may see it (page_notebook): without the set-up
+  cell, and without a path of the build machine (a figure's path as a cell's value,
+  the checkout, the cache, the environment in printed text).
+- 404.html, which a server returns for a missed URL at any depth: with SITE_URL
+  (https://host/course/) its links are absolute under that folder, as mkdocs writes
+  them; without, they are relative to the site's root, not to the server's.
 - No solution on the pages: the API pages (mkdocstrings, which shows each object's
   source) read the library as a student copy has it (tinyunits.course.source.strip:
   every exercise a stub, every marked derivation a note). SITE_SOLUTIONS=1 builds
   them from the checkout itself, solutions in, for a teacher's site.
+- No teacher's page either: TEACHER_PAGES (hidden cases, how a submission could
+  cheat) are left out of the site and its navigation, as the student copy leaves
+  them out; SITE_SOLUTIONS=1 keeps them.
 """
 import logging
 import os
@@ -26,6 +36,8 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+
+import nbformat
 
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
@@ -37,6 +49,7 @@ KATEX_VERSION = "0.16.22"
 KATEX_FILES = ("katex.min.js", "katex.min.css", "contrib/auto-render.min.js")
 NBCONVERT_MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->",
                                re.DOTALL)
+TEACHER_PAGES = ("teaching.md",)  # relative to docs/
 log = logging.getLogger("mkdocs.hooks.site")
 ROOT = site_lessons.ROOT
 _student_sources = None  # the TemporaryDirectory the API pages read, kept for the build
@@ -65,10 +78,23 @@ def on_config(config):
         log.warning("site: SITE_SOLUTIONS=1: the API pages show every solution; "
                     "not a site for students")
         return config
+    config.nav = without_teacher_pages(config.nav)
     _student_sources = tempfile.TemporaryDirectory(prefix="tinyunits-student-sources-")
     python = config.plugins["mkdocstrings"].config.handlers.setdefault("python", {})
     python["paths"] = [str(write_student_sources(_student_sources.name))]
     return config
+
+
+def without_teacher_pages(nav):
+    """mkdocs.yml's nav (lists of {title: page or section} and bare pages) without
+    TEACHER_PAGES."""
+    if isinstance(nav, list):
+        return [without_teacher_pages(item) for item in nav
+                if not (item in TEACHER_PAGES or isinstance(item, dict)
+                        and any(v in TEACHER_PAGES for v in item.values()))]
+    if isinstance(nav, dict):
+        return {title: without_teacher_pages(value) for title, value in nav.items()}
+    return nav
 
 
 def katex(cache=site_lessons.CACHE) -> pathlib.Path:
@@ -97,7 +123,8 @@ def exercises_page() -> str:
     head = ("# Exercises\n\nEach exercise is one hand-written backward (or one gradient in "
             "one) that the student copy leaves as a stub. Make the copy with "
             "`python -m tinyunits.course student DIR`, grade it with "
-            "`python -m tinyunits.course grade DIR`; the teacher's page says more.\n\n")
+            "`python -m tinyunits.course grade DIR`; [doing the exercises](course.md) says "
+            "more.\n\n")
     try:
         from tinyunits.course import EXERCISES
     except ImportError as error:
@@ -126,13 +153,69 @@ def graph_example(docs) -> bytes:
         return (pathlib.Path(tmp) / "graph.png").read_bytes()
 
 
+# A cell's value that is a path (a figure's file, as figure() returns it), as Jupyter
+# shows it: the figure itself is on the page already.
+PATH_VALUE = re.compile(r"^(?:\w*Path\()?'(/[^'\n]*)'\)?$")
+
+
+def build_paths(figures) -> list:
+    """(absolute path of the build machine, what a page says instead), longest first:
+    the lesson's figures folder in the cache, the checkout (.venv inside it), and the
+    environment, the temporary folder and the home folder outside it."""
+    places = [(str(figures), f"figures/{pathlib.Path(figures).name}"), (str(ROOT) + os.sep, "")]
+    places += [(str(p), f"<{name}>") for name, p in (
+        ("python", sys.prefix), ("python", sys.base_prefix), ("tmp", tempfile.gettempdir()),
+        ("home", pathlib.Path.home())) if len(str(p)) > 1]
+    return sorted(places, key=lambda place: -len(place[0]))
+
+
+def page_notebook(executed, dest) -> pathlib.Path:
+    """The executed notebook as the site shows it and offers it to download, at dest:
+    no set-up cell (it picks the mode and the cache's figures folder), no cell value
+    that is a path, and every other absolute path of the build machine rewritten
+    (build_paths) in every text output."""
+    executed, dest = pathlib.Path(executed), pathlib.Path(dest)
+    notebook = nbformat.read(executed, as_version=4)
+    notebook.cells = [c for c in notebook.cells
+                      if site_lessons.SETUP_TAG not in c.get("metadata", {}).get("tags", [])]
+    places = build_paths(executed.parent / "figures" / executed.stem)
+
+    def local(text):
+        for path, instead in places:
+            text = text.replace(path, instead)
+        return text
+
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        cell.outputs = [o for o in cell.outputs if not (
+            o.output_type == "execute_result" and set(o.data) == {"text/plain"}
+            and PATH_VALUE.match(o.data["text/plain"]))]
+        for output in cell.outputs:
+            if "text" in output:
+                output.text = local(output.text)
+            for mime, value in output.get("data", {}).items():
+                if mime.startswith("text/") or mime.endswith(("json", "javascript")):
+                    output.data[mime] = local(value) if isinstance(value, str) else value
+            if "traceback" in output:
+                output.traceback = [local(line) for line in output.traceback]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, dest)
+    return dest
+
+
 @event_priority(100)  # before mkdocs-jupyter's on_files, which claims the notebooks
 def on_files(files, config):
+    if not with_solutions():
+        for page in TEACHER_PAGES:
+            files.remove(files.get_file_from_path(page))
     mode = os.environ.get("SITE_MODE", "quick")
-    for notebook in site_lessons.execute_all(mode, log=log.info):
-        # A File read from the cache folder, not File.generated: mkdocs-jupyter's
-        # wrapper finds the source through src_dir.
-        files.append(File(f"lessons/{notebook.name}", src_dir=str(notebook.parent.parent),
+    pages = site_lessons.CACHE / mode / "pages"
+    for executed in site_lessons.execute_all(mode, log=log.info):
+        notebook = page_notebook(executed, pages / "lessons" / executed.name)
+        # A File read from a folder, not File.generated: mkdocs-jupyter's wrapper
+        # finds the source through src_dir, and copies it beside the page to download.
+        files.append(File(f"lessons/{notebook.name}", src_dir=str(pages),
                           dest_dir=config.site_dir, use_directory_urls=config.use_directory_urls))
     files.append(File.generated(config, "exercises.md", content=exercises_page()))
     files.append(File.generated(config, "api/graph_example.png",
@@ -149,7 +232,35 @@ def on_post_page(output, page, config):
     output = NBCONVERT_MATHJAX.sub("", output)
     if page.file.src_uri.startswith("lessons/"):
         output = LESSON_DOCS_LINK.sub(lambda m: docs_link(m, page, config), output)
+        output = download_link(output, pathlib.PurePosixPath(page.file.src_uri).name)
     return output
+
+
+ARTICLE = '<article class="md-content__inner md-typeset">'
+
+
+def download_link(output, notebook):
+    """The page with a link to its notebook (mkdocs-jupyter copies it beside the page)
+    at the top of the article."""
+    if output.count(ARTICLE) != 1:
+        raise RuntimeError(f"site: no single {ARTICLE} on the page of {notebook} to put its "
+                           "download link in (has the theme changed?)")
+    link = (f'<p class="lesson-download"><a href="{notebook}" download>Download this lesson '
+            f'as a notebook ({notebook})</a>, with the outputs shown here.</p>')
+    return output.replace(ARTICLE, ARTICLE + link)
+
+
+# The links of a page served at the site's root path: "/assets/...", "/.", and the
+# theme's base for its scripts. Not "//host/...", a URL of another site.
+ROOT_LINK = re.compile(r'((?:href|src)=")/(?!/)|("base":\s*")/(?=")')
+
+
+def on_post_template(output, template_name, config):
+    """404.html with links relative to the site's root (where it lies) unless mkdocs
+    knows the URL the site is served at (SITE_URL) and wrote them under it."""
+    if template_name != "404.html" or config.site_url:
+        return output
+    return ROOT_LINK.sub(lambda m: (m[1] or m[2]) + ("" if m[1] else "."), output)
 
 
 # A lesson links docs as a file of the checkout sees them (../docs/papers/dac.md); on

@@ -7,7 +7,7 @@
     from tinyunits.course import EXERCISES           name, points, hint, equation,
                                                      paper, lesson of each exercise
 
-Teachers: docs/teaching.md.
+Students: docs/course.md. Teachers: teaching.md beside it (not in a student copy).
 """
 from .exercises import BY_NAME, EXERCISES, TOTAL_POINTS, Exercise
 

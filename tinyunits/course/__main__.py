@@ -1,4 +1,5 @@
-"""python -m tinyunits.course {student,grade,grade-all,gradescope}: see docs/teaching.md.
+"""python -m tinyunits.course {student,grade,grade-all,gradescope}: see docs/course.md
+(teachers: teaching.md beside it).
 
 A wrong path or a bad submission is one line on standard error (`error: ...`) and
 exit status 2, never a traceback.
@@ -132,7 +133,7 @@ def main(argv=None) -> int:
             members = build(SOURCE_ROOT, args.out, args.hidden or default_hidden(),
                             _names(args.only), args.timeout)
             print(f"Gradescope autograder written to {args.out} ({len(members)} files): "
-                  "upload it as the assignment's autograder (docs/teaching.md)")
+                  "upload it as the assignment's autograder (teaching.md in docs/)")
             return 0
         return _grade_all(args)
     except ValueError as err:

@@ -39,10 +39,11 @@ HIDDEN_DIR = "course_hidden"
 # Never copied: environments, caches, outputs and the instructor's hidden checks.
 SKIP_DIRS = {".git", ".venv", "__pycache__", ".pytest_cache", "figures", "checkpoints",
              "build", "dist", ".benchmarks", HIDDEN_DIR}
-# Never copied either, since they hold solutions whole: the course's own tests
+# Never copied either: the course's own tests, which hold solutions whole
 # (tests/test_course*.py plant mistakes into copies of the solutions and search
-# for leaks).
-TEACHER_ONLY = re.compile(r"^tests/(test_course\w*\.py|course_.*)$")
+# for leaks), and the teacher's page (teaching.md in docs/: hidden cases, how a
+# submission could cheat); the students' page is docs/course.md.
+TEACHER_ONLY = re.compile(r"^(tests/(test_course\w*\.py|course_.*)|docs/teaching\.md)$")
 SPEED = "tinyunits/fast/"  # where drop-ins live (see drop_in_files)
 
 
