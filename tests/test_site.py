@@ -3,7 +3,8 @@ what a person sees in headless Chromium (typeset maths, loaded figures, the six 
 
 The site is built once per `make test`: on the NumPy run (the strict run skips, the
 lessons' own strict run is tests/test_lessons.py), in tiny mode, into build/test-site,
-with the lesson cache of `make site` (build/site-cache). The screenshot of the DAC
+with the lesson cache of `make site` (build/site-cache); the teacher's site
+(SITE_SOLUTIONS=1) once too, into build/test-site-solutions. The screenshot of the DAC
 lesson page goes to build/site-screenshots/01_dac.png.
 """
 import functools
@@ -160,19 +161,24 @@ def test_404_links_are_relative_to_the_site_root_unless_mkdocs_knows_its_url(hoo
 
 
 @functools.cache
-def built_site():
+def built_site(solutions=False):
     """The site in tiny mode, built by mkdocs exactly as `make site` builds it (students'
-    pages, no solutions), once per session: tests/test_course_leaks.py reads it too."""
+    pages, no solutions; with solutions, as `make site SITE_SOLUTIONS=1` builds the
+    teacher's), once per session: tests/test_course_leaks.py reads it too."""
     for module in ("mkdocs", "material", "mkdocs_jupyter", "mkdocstrings"):
         pytest.importorskip(module, reason="the site needs the `site` extra: pip install -e '.[site]'")
     if shutil.which("npm") is None and not list((ROOT / "build" / "site-cache").glob("katex-*")):
         pytest.skip("the maths renderer comes from `npm pack katex`; npm is not installed")
     env = dict(os.environ, SITE_MODE="tiny", NO_MKDOCS_2_WARNING="1")
+    env.pop("SITE_URL", None)
     env.pop("SITE_SOLUTIONS", None)
-    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--site-dir", str(SITE)],
+    if solutions:
+        env["SITE_SOLUTIONS"] = "1"
+    dest = SITE.with_name(SITE.name + "-solutions") if solutions else SITE
+    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--site-dir", str(dest)],
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert build.returncode == 0, build.stderr[-5000:]
-    return SITE
+    return dest
 
 
 @pytest.fixture(scope="module")
@@ -328,6 +334,12 @@ def test_the_students_site_leaves_the_teachers_page_out(site):
     assert '"location":"teaching/' not in index.replace(" ", "")
     home = (site / "index.html").read_text(encoding="utf-8")
     assert 'href="course/"' in home and 'href="teaching/"' not in home
+
+
+def test_the_teachers_site_keeps_the_teachers_page():
+    site = built_site(solutions=True)
+    assert (site / "teaching" / "index.html").exists()
+    assert 'href="teaching/"' in (site / "index.html").read_text(encoding="utf-8")
 
 
 def test_printed_tables_keep_their_words_whole(site):
