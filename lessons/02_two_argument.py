@@ -216,7 +216,7 @@ print("f unchanged by session III, bit for bit, in every run: "
 evidence, source = closing.evidence(runs)  # the store's --full runs when it holds them all
 figure(plots.session_one(evidence[2][0]["session1"], evidence[1][0]["session1"], f"run 0, {source}"),
        "session1_pretraining.png")
-closing.sessions(results, evidence, source, DATA, SIZE)
+closing.sessions(results, evidence, source, SIZE)
 
 # %% [markdown]
 # ## Session II, written out
@@ -306,6 +306,10 @@ settling = [closing.similarity_to_kept(r) for r in two_arg]  # per run: one corr
 for rep, c in enumerate(settling):
     print(f"run {rep}: correlation with the kept f after epochs 0-5: "
           + ", ".join(f"{v:.3f}" for v in c[:6]) + f" ({len(c) - 1} epochs, {source})")
+if source == "store":  # this run's, beside them: a short run's kept f is its own last frame
+    for rep, r in enumerate(runs[2]):
+        print(f"this run's rep {rep}: correlation with its kept f after each epoch: "
+              + ", ".join(f"{v:.3f}" for v in closing.similarity_to_kept(r)))
 figure(plots.evolution(two_arg[0]["frames"], f"run 0 ({source}, {len(settling[0]) - 1} epochs)"),
        "evolution.png")
 closing.settled(results, settling, source)

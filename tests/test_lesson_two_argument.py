@@ -68,7 +68,7 @@ def test_learning_curves_weigh_each_epochs_gap_against_its_standard_error(capsys
 def test_session_one_reads_the_stores_fits_and_prints_them_in_one_line(monkeypatch, capsys):
     held = {n: [dict(r2=0.95 if n else None, test3=0.88)] * 4 for n in (2, 1, 0)}
     results = _lesson.Results("paper", claims=trials.PAPER, settings=trials.SIZES["quick"])
-    closing.sessions(results, held, "store", "toy data", "quick")
+    closing.sessions(results, held, "store", "quick")
     out = capsys.readouterr().out
     assert out.count("Paper-scale rows of 'two_argument-sessions'") == 1
     assert "session I R^2 2-arg 0.950 +- 0.000, 1-arg 0.950 +- 0.000" in out
@@ -76,7 +76,7 @@ def test_session_one_reads_the_stores_fits_and_prints_them_in_one_line(monkeypat
     assert ours == "0.950" and holds and why == "mean R^2 0.950 after 500 pretraining epochs"
     results = _lesson.Results("paper", claims=trials.PAPER, settings=trials.SIZES["quick"])
     here = {2: [dict(r2=0.85, test3=0.8)], 1: [dict(r2=0.8, test3=0.8)], 0: [dict(test3=0.8)]}
-    closing.sessions(results, here, "this run", "toy data", "quick")
+    closing.sessions(results, here, "this run", "quick")
     assert "does not hold them all" in capsys.readouterr().out
     ours, holds, why = rows(results)["session I fits the map (R^2)"]
     assert ours == "0.850" and not holds and why == "mean R^2 0.850 after 150 pretraining epochs"
@@ -133,4 +133,4 @@ def test_the_robust_gain_reads_the_stores_adversarially_trained_runs(monkeypatch
     ours, holds, _ = rows(results)["robust gain 2-arg - ReLU, eps 0.3"]
     assert ours == "+13.00" and holds == "yes"
     out = capsys.readouterr().out
-    assert "adversarially trained" in out and "accuracy % under PGD at eps 0.1" in out
+    assert "adversarially trained" in out and "PGD accuracy % at eps 0.1 2-arg 50.00" in out

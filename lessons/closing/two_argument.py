@@ -25,13 +25,13 @@ def evidence(runs):
     return verdicts.evidence(held if len(held) == len(NAMES) else None, runs)
 
 
-def sessions(results, compared, source, data, mode):
+def sessions(results, compared, source, mode):
     """Print the store's session III accuracies and session I fits in one line; then the
     verdict that session I fits the random map (the mean R^2 above FIT_R2). compared,
     source: what evidence() returned; mode: this run's (for the pretraining epochs a
     reason cites)."""
     _store_line("two_argument-sessions", compared if source == "store" else None,
-                {f"session III test accuracy % ({data})": (lambda r: 100 * r["test3"], "{:.2f}"),
+                {"session III test accuracy %": (lambda r: 100 * r["test3"], "{:.2f}"),
                  "session I R^2": (lambda r: r.get("r2"), "{:.3f}")})
     r2s = [r["r2"] for r in compared[2]]
     r2 = float(np.mean(r2s))
@@ -57,8 +57,8 @@ def _store_line(sweep, held, quantities):
             parts.append(f"{name} " + ", ".join(
                 f"{NAMES[n]} {fmt.format(np.mean(v))} +- {fmt.format(np.std(v, ddof=1))}"
                 for n, v in values.items() if None not in v))
-        print(f"Paper-scale rows of {sweep!r} (--full, {len(held[2])} runs per model, mean +- "
-              "SD): " + "; ".join(parts))
+        print(f"Paper-scale rows of {sweep!r} (--full, {len(held[2])} runs each, mean +- SD): "
+              + "; ".join(parts))
 
 
 def described(runs, source) -> str:
@@ -96,7 +96,7 @@ def learning_curves(results, runs, source, n_val):
         results.add(f"2-arg above ReLU, session {session}",
                     f"{ahead} of {both} epochs",
                     verdicts.above_throughout(gaps, ses),
-                    rule=f"per epoch, the mean curves' gap (2-arg - ReLU) in standard errors "
+                    rule=f"per epoch, the mean curves' gap 2-arg - ReLU in standard errors "
                          f"(se): NO if one is below -{verdicts.NOISE_SE:g}, yes if none is and "
                          f"most are above +{verdicts.NOISE_SE:g}, else unclear",
                     evidence=Evidence(len(two), float(gaps.mean()),
@@ -149,9 +149,9 @@ def curvatures(results, kappas, source):
     results.add("negative (XOR) curvature, MLP", f"{negative} of {len(kappas)}",
                 minority(negative, len(kappas)),
                 rule=f"yes if under half curve negatively; NO if a fair coin gives as many "
-                     f"with probability under {COIN:g}; else unclear",
+                     f"with p < {COIN:g}; else unclear",
                 evidence=Evidence.of(kappas, f"{source}; curvature"),
-                measured="curvatures " + ", ".join(f"{k:+.3f}" for k in kappas))
+                measured=f"{sum(k < 0 for k in kappas)} of {len(kappas)} negative")
 
 
 def minority(negative, n) -> str:
@@ -184,7 +184,7 @@ def robust_increment(results, attacked, robust, n_images):
     held = held_whole(trials, "two_argument-robust", lambda s: s["n_args"], lambda r: r)
     held = held if len(held) == len(NAMES) else None
     _store_line("two_argument-robust", held,  # both radii (the paper has numbers at 0.3 only)
-                {f"accuracy % under PGD at eps {eps}": ((lambda r, i=i: 100 * r["pgd"][i]), "{:.2f}")
+                {f"PGD accuracy % at eps {eps}": ((lambda r, i=i: 100 * r["pgd"][i]), "{:.2f}")
                  for i, eps in enumerate(trials.EPSILONS)})
     at = trials.EPSILONS.index(0.3)
     runs, source = verdicts.evidence(held, attacked)
@@ -194,9 +194,9 @@ def robust_increment(results, attacked, robust, n_images):
     se = verdicts.accuracy_difference_se(two_arg, relu, n_images)
     results.add("robust gain 2-arg - ReLU, eps 0.3", f"{increment:+.2f}",
                 verdicts.gain(increment, trials.PAPER_ROBUST_INCREMENT, se),
-                rule=f"yes if the gain is above {verdicts.NOISE_SE:g} standard errors (se) and "
-                     f"half the paper's, partly if only above {verdicts.NOISE_SE:g} se; else NO "
-                     f"if the paper's is {verdicts.NOISE_SE:g} se above ours, else unclear",
+                rule=f"yes if the gain is above {verdicts.NOISE_SE:g} se and half the paper's, "
+                     f"partly if only above {verdicts.NOISE_SE:g} se; else NO if the paper's is "
+                     f"{verdicts.NOISE_SE:g} se above ours, else unclear",
                 evidence=Evidence(len(relu), increment, f"{source}, {compared}", se=se),
                 measured=f"2-arg {np.mean(two_arg):.2f} %, ReLU {np.mean(relu):.2f} %: "
                          + (f"{increment / se:+.1f} se" if se else "no spread (se 0)"))

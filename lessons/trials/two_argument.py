@@ -85,8 +85,8 @@ PAPER = {
     "negative (XOR) curvature, MLP": (
         "minority (p=0.06)", "{measured}; the paper's own MLP result is not significant"),
     "robust gain 2-arg - ReLU, eps 0.3": (
-        f"{PAPER_ROBUST_INCREMENT:+.2f}", "{measured}; on Fashion-MNIST, trained at eps 0.1 "
-        "(0.3 collapsed), attacked by PGD, not AutoAttack"),
+        f"{PAPER_ROBUST_INCREMENT:+.2f}", "{measured}; Fashion-MNIST, trained at eps 0.1 (0.3 "
+        "collapsed), PGD for AutoAttack"),
 }
 
 
