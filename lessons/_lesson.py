@@ -140,15 +140,15 @@ Lesson = collections.namedtuple("Lesson", "args mode sizes results")
 
 
 def start(name: str, description: str, trials=None, full: str = "the paper's settings",
-          reference: str = "paper", verdict: str = "reproduced") -> Lesson:
+          reference: str = "paper", verdict: str = "reproduced", reasons: str = "show") -> Lesson:
     """A lesson's set-up in one call: setup(), this mode's sizes (trials.SIZES[mode]) and
     the closing table (Results with trials.PAPER as its claims and the sizes as the
-    settings its reasons cite). trials: the lesson's module in lessons/trials/ (None: no
-    sizes, no claims). -> Lesson(args, mode, sizes, results)."""
+    settings its reasons cite; reasons: where they print, see Results). trials: the lesson's
+    module in lessons/trials/ (None: no sizes, no claims). -> Lesson(args, mode, sizes, results)."""
     args, mode = setup(name, description, full)
     sizes = trials.SIZES[mode] if hasattr(trials, "SIZES") else None
     results = Results(reference, verdict, claims=getattr(trials, "PAPER", None),
-                      settings=sizes if isinstance(sizes, dict) else None)
+                      settings=sizes if isinstance(sizes, dict) else None, reasons=reasons)
     return Lesson(args, mode, sizes, results)
 
 
@@ -363,7 +363,9 @@ class Results(list):
     """Rows (what, reference, ours, holds[, why[, rule]]) for the closing table; show() prints it.
     holds=None marks a number shown for comparison with no claim attached ("-"); a string
     (e.g. "partly") is printed as it is. why, what the run measured that bears on a row that
-    does not (fully) hold ("not measured: ..." where it cannot), is printed under the table.
+    does not (fully) hold ("not measured: ..." where it cannot), is printed under the table
+    (reasons="show") or, indented, under that row's verdict line (reasons="add": beside the
+    computation, as the experiment's text, and the closing table stays short).
 
     claims, {what: (reference, why)}, keeps a lesson's paper numbers and its reasons as
     data beside its trials ({names} in a why are filled from the run's settings);
@@ -371,9 +373,11 @@ class Results(list):
     evidence: {what: the Evidence (or text) each add() printed}."""
 
     def __init__(self, reference: str = "paper", verdict: str = "reproduced", claims=None,
-                 settings=None):
+                 settings=None, reasons: str = "show"):
         super().__init__()
-        self.reference, self.verdict = reference, verdict
+        if reasons not in ("show", "add"):
+            raise ValueError(f"Results: reasons must be 'show' or 'add', got {reasons!r}")
+        self.reference, self.verdict, self.reasons = reference, verdict, reasons
         self.claims, self.settings = claims or {}, settings or {}
         self.evidence = {}
 
@@ -405,6 +409,8 @@ class Results(list):
             self.evidence[what] = evidence
         with bookkeeping("experiment"):  # a verdict with its evidence, wherever it is called
             print(f"{what}: ours {ours}{seen}, {self.reference} {reference} -> {_mark(holds)}")
+            if self.reasons == "add" and self[-1][4] and _mark(holds) not in ("yes", "-"):
+                print(f"  {_failed(holds)}: {self[-1][4]}")
 
     def show(self) -> None:
         """The closing table; below it each distinct rule once, numbered as the table's rule
@@ -426,10 +432,9 @@ class Results(list):
                 print(f"rule {number[rule]}: {rule}")
         with bookkeeping("closing"):
             for what, _, _, ok, *why in self:
-                if why and why[0] and _mark(ok) not in ("yes", "-"):
+                if self.reasons == "show" and why and why[0] and _mark(ok) not in ("yes", "-"):
                     cited = f" (rule {number[why[1]]})" if len(why) > 1 and why[1] else ""
-                    print(f"{'not reproduced' if _mark(ok) == 'NO' else _mark(ok)}: {what}: "
-                          f"{why[0]}{cited}")
+                    print(f"{_failed(ok)}: {what}: {why[0]}{cited}")
             if MODE == "tiny":
                 print("(--tiny trains for seconds: its numbers are a smoke test, not results)")
             print(f"mode {MODE}; wall time {elapsed():.0f} s; figures in {OUT}")
@@ -438,6 +443,11 @@ class Results(list):
 def _mark(ok) -> str:
     """A row's verdict as the closing table prints it."""
     return ok if isinstance(ok, str) else "-" if ok is None else "yes" if ok else "NO"
+
+
+def _failed(ok) -> str:
+    """How a reason names the verdict of a row that does not (fully) hold."""
+    return "not reproduced" if _mark(ok) == "NO" else _mark(ok)
 
 
 def host(t):

@@ -226,6 +226,21 @@ def test_a_rows_reason_cites_what_was_measured_and_its_rule_is_printed_once(caps
     assert table[1].split() == ["gap", "+6.0", "+0.40", "NO", "1"]
 
 
+def test_reasons_may_print_under_each_verdict_line_instead_of_under_the_table(capsys):
+    claims = {"gap": ("+6.0", "{measured}"), "sign": ("+", "{measured}")}
+    results = _lesson.Results("paper", claims=claims, reasons="add")
+    results.add("gap", "+0.40", "NO", rule="above 2 standard errors", measured="0.9 se")
+    results.add("sign", "+", True, rule="positive", measured="+0.4")  # holds: no reason
+    assert capsys.readouterr().out.splitlines() == [
+        "gap: ours +0.40, paper +6.0 -> NO", "  not reproduced: 0.9 se",
+        "sign: ours +, paper + -> yes"]
+    results.show()
+    out = capsys.readouterr().out
+    assert "0.9 se" not in out and "rule 1: above 2 standard errors" in out
+    with pytest.raises(ValueError, match="Results: reasons must be 'show' or 'add', got 'table'"):
+        _lesson.Results("paper", reasons="table")
+
+
 def test_evidence_measures_mean_spread_and_standard_error_and_refuses_nothing():
     assert str(verdicts.Evidence.of([2.0], "this run")) == \
         "n=1, mean 2, no spread (one run); this run"  # one run: no spread, not a spread of 0
