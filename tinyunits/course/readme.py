@@ -40,10 +40,8 @@ Grade your work in this copy, at any time:
     python -m tinyunits.course grade                  # every exercise: a table of points
     python -m tinyunits.course grade --only dac_dB    # one exercise while you work on it
 
-Each failing exercise gets one line per case: which gradient is wrong, by how
-much, where, and often why (wrong sign, a missing factor, transposed, "changed M
-in place"). Your teacher grades with further cases you do not see, so make each
-backward right for every input, not only for the cases shown.
+`docs/course.md` says how to read the grader's lines and what a
+grade means.
 
 """
 
