@@ -78,7 +78,6 @@ def on_config(config):
         log.warning("site: SITE_SOLUTIONS=1: the API pages show every solution; "
                     "not a site for students")
         return config
-    config.nav = without_teacher_pages(config.nav)
     _student_sources = tempfile.TemporaryDirectory(prefix="tinyunits-student-sources-")
     python = config.plugins["mkdocstrings"].config.handlers.setdefault("python", {})
     python["paths"] = [str(write_student_sources(_student_sources.name))]
@@ -206,9 +205,10 @@ def page_notebook(executed, dest) -> pathlib.Path:
 
 @event_priority(100)  # before mkdocs-jupyter's on_files, which claims the notebooks
 def on_files(files, config):
-    if not with_solutions():
-        for page in TEACHER_PAGES:
-            files.remove(files.get_file_from_path(page))
+    if not with_solutions():  # (a student copy has none to remove)
+        for page in filter(None, map(files.get_file_from_path, TEACHER_PAGES)):
+            files.remove(page)
+        config.nav = without_teacher_pages(config.nav)  # mkdocs reads it after on_files
     mode = os.environ.get("SITE_MODE", "quick")
     pages = site_lessons.CACHE / mode / "pages"
     for executed in site_lessons.execute_all(mode, log=log.info):
