@@ -165,7 +165,7 @@ def test_the_student_copy_holds_no_solution_line(student, lines):
 def test_the_student_copy_leaves_the_teachers_files_out(student):
     listed = project_files(ROOT)
     assert not any(teacher_only(rel) for rel in listed)
-    for rel in ("tests/test_course.py", "tests/test_course_leaks.py"):
+    for rel in ("tests/test_course.py", "tests/test_course_leaks.py", "docs/teaching.md"):
         assert (ROOT / rel).is_file() and teacher_only(rel) and not (student / rel).exists()
     for rel in ("tinyunits/fast/dac.py", "tinyunits/fast/dac_cuda.py", "tinyunits/fast/dac_cuda.cu"):
         assert (ROOT / rel).is_file() and rel not in listed and not (student / rel).exists()
