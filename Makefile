@@ -76,8 +76,9 @@ gradescope: install
 
 # The course site in site/: lessons executed (SITE_MODE=quick by default, tiny in
 # seconds, full), cached in build/site-cache; KaTeX comes from npm, once. It shows no
-# solution; a teacher's site with the solutions: `make site SITE_SOLUTIONS=1`, into
-# site-solutions/ (docs/teaching.md).
+# solution and no teacher's page; a teacher's site with both: `make site
+# SITE_SOLUTIONS=1`, into site-solutions/ (docs/teaching.md). Published under a
+# folder: `make site SITE_URL=https://host/course/` (the 404 page's links need it).
 SITE_MODE ?= quick
 SITE_SOLUTIONS ?= 0
 SITE_DIR := $(if $(filter-out 0,$(SITE_SOLUTIONS)),site-solutions,site)
