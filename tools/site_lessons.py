@@ -25,8 +25,11 @@ MODES = ("tiny", "quick", "full")
 SETUP_TAG = "site-setup"
 
 # The mode as a flag (every version of _lesson.setup takes it) and as the notebooks'
-# variable (read by anything the lesson starts); figures go beside the notebook.
-SETUP_CELL = """import os, sys
+# variable (read by anything the lesson starts); figures go beside the notebook. The
+# build's kernel has no ipywidgets, which tqdm.auto (imported by the sweep runner, its
+# bar off in a kernel) warns about on import: a line about the build, not the lesson.
+SETUP_CELL = """import os, sys, warnings
+warnings.filterwarnings("ignore", message="IProgress not found")
 os.environ["TINYUNITS_LESSON_MODE"] = {mode!r}
 sys.argv = [{name!r}, "--{mode}", "--out", {out!r}]"""
 
