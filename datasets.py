@@ -719,7 +719,9 @@ def checkerboard(flip=0.0, seed=0, corner=0):
     Points are (coords[i], coords[j]) of :func:`checkerboard_grid`, in row-major
     order before the split; the split is a permutation from
     ``numpy.random.default_rng(seed)``: its first 1640 points train, the rest test.
-    ``flip`` is the fraction of TRAINING labels to invert (round(flip * 1640)
+    This is not the authors' split: theirs is a fixed file in their repository (no
+    licence, so not shipped), and seed 0's split shares 403 of its 1640 training
+    points (docs/papers/hannet.md says what that costs). ``flip`` is the fraction of TRAINING labels to invert (round(flip * 1640)
     points drawn without replacement from the same generator, after the split);
     test labels stay clean. Each label is duplicated into two columns, as the
     paper's nets have two outputs. ``corner`` picks the colouring, as in

@@ -24,8 +24,9 @@
 #
 # whose Jacobian diag(sign z) H(u) is orthogonal (Proposition 1), and tests it on a
 # 12 x 12 checkerboard where fully connected nets stall near 85 % test accuracy
-# and HanNets reach 99 %. We rebuild those results, then try a Han-Mixer block on
-# Fashion-MNIST patches. Run `python lessons/04_hannet.py` (quick, < 5 minutes on
+# and HanNets reach 99 %. We rebuild those results, derive the Han-layer's
+# backward (section 4), train it on the checkerboard and then in a Han-Mixer block
+# on Fashion-MNIST patches. Run `python lessons/04_hannet.py` (quick, < 5 minutes on
 # 2 cores), `--full` (the paper's sweeps and budgets) or `--tiny` (seconds). The
 # modes run the same code and differ only in sizes: `SIZES` in
 # lessons/trials/hannet.py, read in one line per section.
@@ -40,7 +41,8 @@ import numpy as np  # host-side data, measurements and printing
 import datasets
 import tinyunits as tu
 from tinyunits import nn, ops, optim
-from tinyunits.train import accuracy, evaluate, fit
+from tinyunits.gradcheck import run_case
+from tinyunits.train import accuracy, evaluate
 from tinyunits.units import hannet_measures as hm
 from lessons import verdicts
 from lessons.closing import hannet as closing  # the closing table's rows: store, evidence, rule
@@ -125,8 +127,10 @@ print("landscapes: (max - min) / max of ||F_L||^2; near 0 = collapsed to a const
 for kind, depths in LANDSCAPE_ROWS:
     print(f"{kind:>7} " + " ".join(f"{'L=' + str(L):>6} {flat[kind, L]:.1e}" for L in depths))
 
-# Collapsed: the landscape varies by less than 1e-3 of its size (verdicts.COLLAPSED);
-# alive: by more than 1e-2 (verdicts.ALIVE).
+# The verdicts' rule: a landscape is collapsed if it varies by less than 1e-3 of
+# its size (verdicts.COLLAPSED), alive if by more than 1e-2 (verdicts.ALIVE). Figure 1
+# is reproduced where the deepest sigmoid and ReLU landscapes are collapsed and
+# ABS's and the HanNet's at L = 60 are both alive, each from this run's one draw.
 closing.landscapes(results, flat, LANDSCAPE_ROWS)
 
 # %% [markdown]
@@ -160,6 +164,10 @@ for i, L in enumerate(v3_depths):
         f"{v3_rows[k][i][2]:13.3g} [{v3_rows[k][i][3]:2d}]" for k in v3_rows))
 
 figure(plots.v3_vs_depth(v3_rows, v3_samples), "v3_vs_depth.png")
+# The verdicts' rules, from this run's samples: ReLU's V3 reaches 0 at some depth and
+# peaks at L in 9 .. 24 (verdicts.RELU_PEAK: section 3 puts the peak "at around
+# L = 16", Appendix B.2 "at L = 12"); ABS's V3 is 0 at no depth; the HanNet's least
+# V3 is above 0 and at least ABS's.
 closing.v3(results, v3_rows, v3_depths, v3_samples)
 
 # %% [markdown]
@@ -181,9 +189,11 @@ for L in (1, 2, 4, 8, 16, 32):
     d = hm.fc_width(L, n_w)
     counted.append((L, hm.activation_ratio(L * d, (d * d + d) * L)))
 figure(plots.activation_ratio(n_w, counted), "activation_ratio.png")
-closed_ok = all(abs(hm.fc_activation_ratio(L, n_w) - r) < 1e-12 for L, r in counted)
-results.add("A.3: AR increasing in L, fastest at L = 1", "closed form = count; eq. 11: -L, /2",
-            closed_ok, rule="the closed form within 1e-12 of the counted AR at every L")
+gap = max(abs(hm.fc_activation_ratio(L, n_w) - r) for L, r in counted)
+# The rule: the closed form within 1e-12 of the counted AR at every L.
+results.add("A.3: AR grows with L", "closed form = count", gap < 1e-12,
+            rule="closed form within 1e-12 of the count",
+            evidence=f"n={len(counted)} depths, largest gap {gap:.0e}; this run")
 
 # %% [markdown]
 # ## 3. C- and G-matrices (Appendix A.4, Figure 6) and Propositions 1-3
@@ -241,17 +251,22 @@ print(f"        HanNet: max |G^T G - I| over all L = {han_orthogonality:.1e};  "
       f"||C|| = {han_norms[-1]:.2e}")
 print(f"        ReLU ||C|| / min ||G|| at L = {depth} over {len(more_ratios)} more draws: "
       + ", ".join(f"{r:.1e}" for r in more_ratios))
+# The rules: Figure 6's left panel is reproduced if the median C / G over the draws
+# is below 0.1 (verdicts.C_BELOW_G), its right panel if ABS's ||C|| at the last
+# depth is above 1000x ReLU's (verdicts.ABS_OVER_RELU); Proposition 1 if no entry of
+# G^T G - I exceeds 1e-8 (verdicts.ROUNDING, float64 rounding).
 closing.c_and_g(results, [relu_norms[-1, 0] / relu_norms[-1, 1:].min()] + more_ratios,
                 relu_norms[-1, 0], abs_norms[-1, 0], depth)
-results.add("Prop. 1: HanNet G_L orthogonal", f"max|G^T G - I| = {han_orthogonality:.0e}",
-            han_orthogonality < verdicts.ROUNDING, rule=f"below {verdicts.ROUNDING:g} (rounding)")
+results.add("Prop. 1: Han G_L orthogonal", f"|G^T G - I| <= {han_orthogonality:.0e}",
+            han_orthogonality < verdicts.ROUNDING, rule=f"< {verdicts.ROUNDING:g} (rounding)",
+            evidence=f"n={depth} depths, the largest entry; this run")
 
 # %% [markdown]
 # What to read in the figure: on the right, ReLU's C-matrix falls orders of
 # magnitude faster than ABS's, as the paper finds, and the HanNet's C-matrix barely
 # moves while its G-matrix is orthogonal to rounding error at every depth
 # (Proposition 1). On the left, look for the paper's two-orders gap between C and
-# G for ReLU; the "Fig. 6 left" line printed above says whether this run's draws
+# G for ReLU; the "Fig. 6: ReLU C / G" line printed above says whether this run's draws
 # show it.
 # The gap depends on the pair (x, xbar) and on the draw (the paper shows one); we
 # report the median over several.
@@ -277,19 +292,88 @@ for p in (0.5, 0.25):
             worst = max(worst, abs(kept - exact) / np.sqrt(exact * (1 - exact) / n_draws))
             line += f"   {act} {kept:.4f} (eq. 17: {exact:.4f})"
         print(line)
-results.add("Prop. 3: probabilities (eq. 17)", f"simulation within {worst:.1f} std. err.",
-            worst < verdicts.WITHIN_SE, rule=f"within {verdicts.WITHIN_SE:g} standard errors")
+# The rule: every simulated share within 4 standard errors of eq. (17)
+# (verdicts.WITHIN_SE).
+results.add("Prop. 3: eq. 17", f"within {worst:.1f} std. err.",
+            worst < verdicts.WITHIN_SE, rule=f"within {verdicts.WITHIN_SE:g} std. err.",
+            evidence=f"n={n_draws} draws per case, 12 cases, the worst in standard errors of "
+                     "the simulated share; this run")
 tu.set_default_dtype("float32")
 
 # %% [markdown]
-# **Your turn.** The Han-layer's backward is short (a few lines of
-# tinyunits/units/hannet.py): with g = dL/dy and g_z = g * sign(z), dL/dx = H g_z, because
-# H is symmetric, and dL/du follows from z = x - 2 (x . u_hat) u_hat + b through the
-# normalisation u_hat = u / ||u||. The exercises `hannet_dx` and `hannet_du` ask you
-# to write these two; grade them with
+# ## 4. The Han-layer's backward
+#
+# The paper gives no backward pass; we derive it from Algorithm 1, in its names.
+# The symbols, for one Han-layer of width d applied to a batch:
+#
+# * x^(m) in R^d, m = 1..M: row m of the layer's input (every position of the
+#   batch, and for a Han-Mixer every other axis, is one such row);
+# * u in R^d, b in R^d: the layer's parameters; n = ||u|| (the code adds the
+#   authors' guard, n = ||u|| + 1e-14, which changes no result below);
+# * u_hat = u / n: the unit vector of u, so H = I - 2 u_hat u_hat^T is eq. (6);
+# * s^(m) = x^(m) . u_hat: one number per row;
+# * z^(m) = x^(m) - 2 s^(m) u_hat + b = H x^(m) + b, and y^(m) = |z^(m)| (entrywise):
+#   Algorithm 1's lines 2 and 3;
+# * L: the loss, one number computed from all M outputs;
+# * g^(m) = dL/dy^(m): what the layer's backward receives;
+# * g_z^(m) = dL/dz^(m) and t^(m) = g_z^(m) . u_hat: one vector and one number per row;
+# * a subscript picks an entry (x_k^(m), g_z,i^(m)); [P] is 1 if the statement P is
+#   true, 0 if not.
+#
+# **Chain rule.** L depends on a quantity q (an entry of an input, of u or of b)
+# only through the outputs, so dL/dq = sum over m of sum over i of
+# g_i^(m) dy_i^(m)/dq. Through |.|: y_i = |z_i| has derivative sign(z_i) (0 at
+# z_i = 0, where |.| has none, as the code takes it), so
+#
+#     g_z^(m) = g^(m) * sign(z^(m))            (entrywise)
+#
+# and from here on we differentiate z. The bias is added to every row:
+#
+#     dL/db = sum over m of g_z^(m).
+#
+# **The input.** Row m's input reaches row m's output only, through the Jacobian
+# dz^(m)/dx^(m) = H. Exercise `hannet_dx` asks for dL/dx^(m), written with one dot
+# product, never the d x d matrix:
+#
+# BEGIN DERIVATION hannet_dx
+#     dL/dx^(m) = H^T g_z^(m), and H^T = H (H is symmetric), so
+#     dL/dx^(m) = g_z^(m) - 2 (g_z^(m) . u_hat) u_hat = g_z^(m) - 2 t^(m) u_hat.
+# END DERIVATION hannet_dx
+#
+# **The reflection vector.** u reaches z only through u_hat, which appears twice
+# in the term -2 (x^(m) . u_hat) u_hat. Take two steps: first dL/du_hat, treating
+# u_hat as free (differentiate z_i^(m) by u_hat_k: both factors depend on it);
+# then through the normalisation u_hat = u / ||u||, whose Jacobian
+# du_hat_i/du_k you get from d||u||/du_k = u_k / ||u||. The result is what
+# exercise `hannet_du` asks for:
+#
+# BEGIN DERIVATION hannet_du
+#     dz_i^(m)/du_hat_k = -2 (x_k^(m) u_hat_i + s^(m) [i = k]), so, summing g_z,i^(m) times
+#     it over i and m:  dL/du_hat = -2 sum over m of (t^(m) x^(m) + s^(m) g_z^(m)).
+#     du_hat_i/du_k = ([i = k] - u_hat_i u_hat_k) / ||u||, a symmetric projection that drops
+#     the u_hat direction:  dL/du = (dL/du_hat - (u_hat . dL/du_hat) u_hat) / ||u||.
+#     Check: u . dL/du = 0: the layer ignores u's length, so no step changes it to first order.
+# END DERIVATION hannet_du
+#
+# The code (tinyunits/units/hannet.py)
+# computes these for all M rows at once, with n in place of ||u||; your versions
+# of `hannet_dx` and `hannet_du` go there. Grade them with
 # `python -m tinyunits.course grade --only hannet_dx hannet_du`.
 #
-# ## 4. The checkerboard (section 5.2.1, Figure 4)
+# The check below compares the layer's backward with the chain rule's definition:
+# gradcheck moves each entry of x, u and b by +-1e-6 and compares the change of a
+# random linear loss with what dL/dx, dL/du and dL/db predict (in float64; the
+# inputs keep every z_i at least 0.1 from |.|'s kink, where a difference across it
+# would mix two slopes). Once for rows along the last axis, once along axis 1 of a
+# 3-d input (the Han-Mixer's token axis). With your own backward, this is the first
+# place the lesson tells you whether it is right.
+
+# %%
+for case in ("hannet_layer_last_axis", "hannet_layer_axis1_3d"):
+    print(f"gradcheck {case}:\n{run_case(case)}")
+
+# %% [markdown]
+# ## 5. The checkerboard (section 5.2.1, Figure 4)
 #
 # 6561 grid points of [-1, 1]^2, a 12 x 12 board of 6 x 6-point cells with a zero
 # border; 25 % (1640 points) train, 75 % test (datasets.checkerboard). The paper
@@ -305,16 +389,41 @@ tu.set_default_dtype("float32")
 #   PyTorch's default, as nn.Linear's).
 #
 # Both: SGD with momentum 0.9, batches of 100 drawn at random each step, 40,000
-# steps, the learning rate x0.2 at 50/70/90 % of the steps (the ablation below
-# runs the same frame at half that budget in quick mode). The training loop,
-# `train_board`, is written out rather than run through train.fit, because the
-# paper samples a fresh batch each step instead of walking through epochs. It
-# lives in lessons/trials/hannet.py with the two nets, `hannet` and `fcnet`: read
-# them there, they are the recipe above. `board_trial` there trains one net at one
-# learning rate from one seed and returns its accuracies; that module is what
-# --full's sweeps run on every worker. The paper reports the best test accuracy of
-# a learning-rate sweep; `lr_sweep` below runs one (a single lr per net in quick
-# mode) from seed 0.
+# steps, the learning rate x0.2 at 50/70/90 % of the steps (Tables 4 and 5). The
+# training loop, `train_board` in lessons/trials/hannet.py, is the loop of section 6
+# below (forward, loss, backward, step) with two changes: a fresh random batch each
+# step instead of epochs, and the learning-rate drops. That module also holds the
+# two nets, `hannet` and `fcnet` (read them there: they are the recipe above), and
+# `board_trial`, which trains one net at one learning rate from one seed and is
+# what --full's sweeps run on every worker.
+#
+# Where the paper's text and the authors' code differ, and where we depart from both:
+#
+# - **The learning rates.** The paper (Table 4) tries ten initial rates, 0.001,
+#   0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5 and 1, and keeps the best
+#   result. The authors' script tries four for the HanNet, 0.025, 0.05, 0.075,
+#   0.1, and nine for the FCNet, 0.001, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.075,
+#   0.1, 0.25 (0.5 and 1 would diverge: 0.25 does for every seed in the store);
+#   --full runs the script's lists. `lr_sweep` below runs one per net in quick
+#   mode, from seed 0.
+# - **The split (a departure).** The authors train and test on one fixed 25 / 75 %
+#   split, published with their code; their repository carries no licence, so we
+#   cannot ship it, and datasets.checkerboard draws its own (seed 0). The two share
+#   403 of the 1640 training points. The paper says the results "are stable in the
+#   sense that similar results can be trained from other random 25% vs. 75%
+#   data-splittings". What it costs, measured with lesson 4's own trial on the
+#   authors' files (seeds 0-4; a one-off run, since those files are not in this
+#   repository): the FCNet at lr 0.01 reaches a mean of 84.9 % (84.3-85.3 %) on
+#   their split against 84.1 % (83.7-84.7 %) on ours, +0.8 points (standard error
+#   0.3) with the same seeds; the HanNet at lr 0.05 reaches 99.8-99.9 % on theirs
+#   (seeds 0-1) against 97.1-99.8 % on ours. So the split moves the FCNet by about
+#   0.8 points, as much as its shortfall against the paper's 85.2 % (the store's
+#   median best-of-sweep: 84.4 %); no verdict below changes.
+# - **Which test accuracy (a departure).** The authors' script evaluates the test
+#   set every 100 steps and keeps the best value it sees. We report the accuracy
+#   after the last step: it picks no moment of training by its test score.
+# - **The batches (a departure).** We draw each batch's 100 points with
+#   replacement; the authors draw 100 distinct points.
 
 # %%
 X_TRAIN, Y_TRAIN, _, _ = datasets.checkerboard()
@@ -357,39 +466,40 @@ ar = {name: hm.activation_ratio(n_activations(net), net.num_parameters())
 for name, net in nets.items():
     print(f"{name}: {net.num_parameters()} parameters, {n_activations(net)} "
           f"activations, AR (eq. 5) = {ar[name]:.1%}")
-results.add("Tab. 8: AR of HanNet vs FCNet", f"{ar['HanNet']:.1%} vs {ar['FCNet']:.1%}",
+# The rule: the HanNet's AR above 10x the FCNet's (verdicts.AR_FACTOR), as Table 8's
+# 34-42 % against 0.6-2.3 %.
+results.add("Tab. 8: AR, HanNet vs FCNet", f"{ar['HanNet']:.1%} vs {ar['FCNet']:.1%}",
             ar["HanNet"] > verdicts.AR_FACTOR * ar["FCNet"],
-            rule=f"the HanNet's AR above {verdicts.AR_FACTOR:g}x the FCNet's",
+            rule=f"HanNet's AR > {verdicts.AR_FACTOR:g}x FCNet's",
+            evidence="counted, exact (n=1 net each)",
             measured=f"the HanNet's AR is {ar['HanNet'] / ar['FCNet']:.1f}x the FCNet's")
 
 # %% [markdown]
 # ### Over seeds: what the paper's 99.5 % means
-# One run is one draw. `--full` trains each net at each of the paper's learning
-# rates from seeds 0-9 (120 runs of 40,000 steps) through `tinyunits.sweep`:
+# One run is one draw. `--full` trains each net at each of its learning rates from
+# seeds 0-9 (130 runs of 40,000 steps) through `tinyunits.sweep`:
 # `python lessons/04_hannet.py --full --workers 2` spreads them over two processes,
 # and every finished run is kept in lessons/results/sweeps.sqlite, so an
 # interrupted sweep resumes and a finished one only redraws. The table gives, per
-# net and learning rate, the test accuracy over the seeds; the "best" rows take
-# each seed's best over the learning rates, as the paper reports the best of its
-# sweep. Other modes print what the repository's store holds.
-#
-# The rules (lessons/verdicts.py): the HanNet reproduces the paper's 99.5 % if
-# its test accuracy is at least 97 % (`verdicts.HANNET_REACHES`); the FCNet its
-# 85.2 % if within 4 points of it (`verdicts.FCNET_BAND`). The over-seeds rows
-# read the store's rows of the current code, the median of each seed's best.
+# net and learning rate, the test accuracy over the seeds. The verdicts take each
+# seed's best over the learning rates, as the paper reports the best of its sweep,
+# and read the median over the seeds: the HanNet reproduces the paper's 99.5 % at
+# 97 % or above (`verdicts.HANNET_REACHES`), the FCNet its 85.2 % within 4 points
+# (`verdicts.FCNET_BAND`). Other modes read what the repository's store holds; if
+# it lacks a trial of the current code, the verdict reads this run's one run.
 
 # %%
-closing.board(results, han_run, fc_run, paper_sweep(board_trials))  # which prints its table
+closing.board(results, han_run, fc_run, paper_sweep(board_trials))  # prints the store's table
 
 # %% [markdown]
 # Compare the train and test accuracies printed above: fitting the training points
-# is not the hard part; the nets differ in what they do between them. In the
-# figure below the FCNet joins diagonal neighbours of the same colour into rounded
-# blobs and stripes, while the HanNet, with far fewer parameters, draws straight
-# cell edges. Quick mode trains one seed at one learning rate per net; the paper
-# reports the best of a learning-rate sweep, which --full runs. Seed and learning
-# rate both move a single run's accuracy, so a quick run is one draw, not an
-# estimate of the paper's best-of-sweep number.
+# is not the hard part; the nets differ in what they do between them. The figure
+# below shows this run's two nets (seed 0, one learning rate each, as its title
+# says): the FCNet joins diagonal neighbours of the same colour into rounded blobs
+# and stripes, while the HanNet, with far fewer parameters, draws straight cell
+# edges. The store's table shows how far one seed can fall from the median (the
+# HanNet at lr 0.05: 82.5 % to 99.8 % over ten seeds), so this run is one draw,
+# not an estimate of the paper's best-of-sweep number.
 
 # %%
 _, board = datasets.checkerboard_grid()
@@ -408,7 +518,8 @@ figure(plots.checkerboard(board, X_TRAIN, Y_TRAIN, FCNet=fc_run, HanNet=han_run)
 # HanLayer(..., activation="relu"); in quick mode FC+ABS gets the FCNet's lr 0.01,
 # the rate for square Linear layers (--full tries every rate on every variant and
 # marks the runs that diverge). The three nets are `hannet`, `h_relu` and `fc_abs`
-# in lessons/trials/hannet.py: `board_net` with each middle.
+# in lessons/trials/hannet.py: `board_net` with each middle. The rule: Table 7 is
+# reproduced if H+ABS is above both others.
 
 # %%
 ABLATION = {"H+ABS": "hannet", "H+ReLU": "h_relu", "FC+ABS": "fc_abs"}
@@ -424,7 +535,9 @@ closing.ablation(results, ablation, ablation_width, ablation_steps)
 # ### Flipped training labels (Appendix D.3), --full only (and --tiny, as a smoke test)
 #
 # A fraction of the training labels is inverted; the test labels stay clean. The
-# paper reports, at 10 % flips, 86.5 % for the FCNet and 95.2 % for the HanNet.
+# paper reports, at 10 % flips, 86.5 % for the FCNet and 95.2 % for the HanNet
+# (Figure 10, "the best testing accuracies"). The rule: the HanNet more than 5
+# points above the FCNet (verdicts.FLIP_MARGIN).
 
 # %%
 flip_trials = [dict(net=net, lr=run["lr"], seed=0, steps=board_steps, flip=flip)
@@ -438,13 +551,14 @@ if flip_acc:
     figure(plots.label_flips(flip_acc), "label_flips.png")
 if 0.1 in flip_acc:
     fc, han = flip_acc[0.1]
-    results.add("D.3: 10 % flipped, FCNet / HanNet", f"{fc:.1%} / {han:.1%}",
+    results.add("D.3: 10 % flipped, FC / Han", f"{fc:.1%} / {han:.1%}",
                 han > fc + verdicts.FLIP_MARGIN,
-                rule=f"the HanNet more than {100 * verdicts.FLIP_MARGIN:g} points above the FCNet",
+                evidence="n=1 run each (seed 0), no spread; this run",
+                rule=f"HanNet > FCNet + {100 * verdicts.FLIP_MARGIN:g} points",
                 measured=f"the HanNet {100 * (han - fc):+.1f} points against the FCNet")
 
 # %% [markdown]
-# ## 5. A Han-Mixer block on Fashion-MNIST patches (section 4.4, eq. 10)
+# ## 6. A Han-Mixer block on Fashion-MNIST patches (section 4.4, eq. 10)
 #
 # The paper replaces MLP-Mixer blocks (eqs. 8-9: Linear layers, LayerNorm, GELU and
 # skip connections) by Han-Mixer blocks (eq. 10: Han->ABS->Han->ABS over tokens,
@@ -452,8 +566,15 @@ if 0.1 in flip_acc:
 # with a 5-layer convolutional stem: days of GPU time. At classroom scale we keep
 # the shape of the comparison: 28x28 images cut into 49 patches of 4x4 pixels, a
 # linear stem to 32 channels, the mixer blocks, LayerNorm, the mean over tokens and
-# a linear classifier, trained with AdamW (lr 1e-3, as in Table 6): 3 epochs on
-# 8,000 images in --quick, 20 on all 60,000 in --full.
+# a linear classifier, trained with AdamW (lr 1e-3 and weight decay 0.1, as in
+# Table 6): 3 epochs on 8,000 images in --quick, 20 on all 60,000 in --full.
+#
+# The training loop is written out in `train_mixer`: each epoch visits the
+# training images in a fresh random order, and each batch takes the four steps of
+# every training loop: the forward pass (the model's logits), the loss
+# (cross-entropy), the backward pass (`loss.backward()` fills every parameter's
+# gradient, through each Han-layer's backward of section 4), and the optimiser's
+# step (`opt.step()`). It prints each epoch's mean training loss.
 
 # %%
 TOKENS, CHANNELS = 49, 32
@@ -503,6 +624,25 @@ MIXERS = {
     "+ MLP-Mixer (1) + Han-Mixer (2)": lambda: MixerNet(
         [MLPMixerBlock(TOKENS, CHANNELS)] + [nn.HanMixerBlock(TOKENS, CHANNELS) for _ in range(2)]),
 }
+def train_mixer(model, x, y, epochs, batch_size=128):
+    """AdamW on cross-entropy; -> each epoch's mean training loss."""
+    opt = optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
+    rng = np.random.default_rng(0)
+    epoch_losses = []
+    for _ in range(epochs):
+        order, losses = rng.permutation(len(x)), []
+        for start in range(0, len(x), batch_size):
+            batch = order[start:start + batch_size]
+            logits = model(tu.tensor(x[batch]))                            # forward
+            loss = nn.functional.cross_entropy(logits, tu.tensor(y[batch]))  # loss
+            opt.zero_grad()        # drop the previous batch's gradients
+            loss.backward()        # backward: dL/d(every parameter)
+            opt.step()             # step: AdamW's update of every parameter
+            losses.append(loss.item())
+        epoch_losses.append(float(np.mean(losses)))
+    return epoch_losses
+
+
 x_fm, y_fm, x_fm_test, y_fm_test = datasets.load_fashion_mnist()
 n_train, n_test, mixer_epochs = S["mixer"]
 x_fm, y_fm = to_patches(x_fm[:n_train]), y_fm[:n_train]
@@ -511,14 +651,18 @@ mixer_rows = {}
 for name, make in MIXERS.items():
     tu.manual_seed(0)
     model = make()
-    opt = optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
-    fit(model, nn.functional.cross_entropy, opt, (x_fm, y_fm), epochs=mixer_epochs,
-        batch_size=128, progress=False)
+    epoch_losses = train_mixer(model, x_fm, y_fm, mixer_epochs)
     _, acc = evaluate(model, x_fm_test, y_fm_test, metric=accuracy)
     mixer_rows[name] = (model.num_parameters(), acc)
-    print(f"{name:34s} {mixer_rows[name][0]:6d} params  test {acc:.1%}")
+    print(f"{name:32s} {mixer_rows[name][0]:5d} params, training loss by epoch "
+          + " ".join(f"{v:.3f}" for v in epoch_losses) + f", test accuracy {acc:.1%}")
 
 figure(plots.mixers(mixer_rows, n_test), "mixers.png")
+# The rules count each gap against its noise: the standard error (se) of a difference
+# of two accuracies on the same test images (verdicts.difference_se, about 1.3 points
+# on 2000 images). The Han-Mixer blocks are "similar" to the MLP-Mixer block unless
+# more than 2 se below it (verdicts.NOISE_SE); "helps over the stem" and "better
+# after an MLP-Mixer" are yes above +2 se, NO below -2 se, unclear between.
 closing.mixers(results, mixer_rows, n_test, "+ MLP-Mixer (1)", "+ Han-Mixer (2)",
                "+ MLP-Mixer (1) + Han-Mixer (2)")
 
@@ -530,17 +674,14 @@ closing.mixers(results, mixer_rows, n_test, "+ MLP-Mixer (1)", "+ Han-Mixer (2)"
 #
 # ## Paper vs ours
 #
-# Each row: what the paper reports, what this run measured, and whether it
-# reproduced by the rule printed beside it, each added (and printed) where it was
-# computed. The rules' thresholds are named constants in lessons/verdicts.py
-# (for example a landscape is collapsed below 1e-3 of its size, `COLLAPSED`, and
-# alive above 1e-2, `ALIVE`; a simulation agrees within 4 standard errors,
-# `WITHIN_SE`); the over-seeds rows read the store's rows. The checkerboard
-# rows use the paper's full budget in quick mode; the ablation in quick mode does
-# not (see its section). Rows marked "NO" are reported as measured; under the
-# table, for each, the numbers the run measured that bear on it. The paper's
-# numbers and those reasons are `PAPER` in lessons/trials/hannet.py. (Tiny mode is
-# a smoke test: its budgets are far too small for these numbers to mean anything.)
+# Each row: what the paper reports, what we measured, and whether it reproduced by
+# its rule (stated in the prose where the row was added, listed in short under the
+# table); each row was printed where it was added, with its evidence: n, mean or
+# median, spread or standard error, this run's or the store's. The rules' thresholds
+# are named constants in lessons/verdicts.py. Under the table, for each row that
+# does not hold, the numbers that bear on it and the likely reason; the paper's
+# numbers and those reasons are `PAPER` in lessons/trials/hannet.py. (Tiny mode is a smoke test: its budgets are far too
+# small for these numbers to mean anything.)
 
 # %%
 results.show()
