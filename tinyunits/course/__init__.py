@@ -1,8 +1,11 @@
 """The course: exercises cut from the library's own source, and a grader.
 
-    python -m tinyunits.course student DIR          a student copy: solutions become stubs
+    python -m tinyunits.course student DIR [--release NAME ...]   a student copy: solutions
+                                                    become stubs, but the released ones
     python -m tinyunits.course grade [DIR] [--json] [--only NAME ...]
-    python -m tinyunits.course grade-all SUBMISSIONS [--csv FILE]
+    python -m tinyunits.course grade-all SUBMISSIONS [--csv FILE] [--feedback DIR]
+                                                    [--summary-plot FILE]
+    python -m tinyunits.course gradescope [--out ZIP]   a Gradescope autograder
 
     from tinyunits.course import EXERCISES           name, points, hint, equation,
                                                      paper, lesson of each exercise
