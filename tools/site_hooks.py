@@ -158,9 +158,10 @@ PATH_VALUE = re.compile(r"^(?:\w*Path\()?'(/[^'\n]*)'\)?$")
 
 
 def build_paths(figures) -> list:
-    """(absolute path of the build machine, what a page says instead), longest first:
-    the lesson's figures folder in the cache, the checkout (.venv inside it), and the
-    environment, the temporary folder and the home folder outside it."""
+    """(absolute path of the build machine, what a page says instead), longest first,
+    so the most precise one wins: the lesson's figures folder in the cache (figures/NN_name,
+    as a reader's run names it), the Python environment (<python>), the checkout (paths
+    become relative to it), the temporary folder (<tmp>), the home folder (<home>)."""
     places = [(str(figures), f"figures/{pathlib.Path(figures).name}"), (str(ROOT) + os.sep, "")]
     places += [(str(p), f"<{name}>") for name, p in (
         ("python", sys.prefix), ("python", sys.base_prefix), ("tmp", tempfile.gettempdir()),
