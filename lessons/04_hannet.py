@@ -308,9 +308,11 @@ tu.set_default_dtype("float32")
 #
 # * x^(m) in R^d, m = 1..M: row m of the layer's input (every position of the
 #   batch, and for a Han-Mixer every other axis, is one such row);
-# * u in R^d, b in R^d: the layer's parameters; n = ||u|| (the code adds the
-#   authors' guard, n = ||u|| + 1e-14, which changes no result below);
-# * u_hat = u / n: the unit vector of u, so H = I - 2 u_hat u_hat^T is eq. (6);
+# * u in R^d, b in R^d: the layer's parameters;
+# * u_hat = u / ||u||: the unit vector of u, so H = I - 2 u_hat u_hat^T is eq. (6)
+#   (the code divides by ||u|| + 1e-14, the authors' guard: it moves the results
+#   below by a relative 1e-14 / ||u||, far below float rounding, and keeps them
+#   finite at u = 0);
 # * s^(m) = x^(m) . u_hat: one number per row;
 # * z^(m) = x^(m) - 2 s^(m) u_hat + b = H x^(m) + b, and y^(m) = |z^(m)| (entrywise):
 #   Algorithm 1's lines 2 and 3;
@@ -356,7 +358,7 @@ tu.set_default_dtype("float32")
 # END DERIVATION hannet_du
 #
 # The code (tinyunits/units/hannet.py)
-# computes these for all M rows at once, with n in place of ||u||; your versions
+# computes these for all M rows at once, with the guarded norm; your versions
 # of `hannet_dx` and `hannet_du` go there. Grade them with
 # `python -m tinyunits.course grade --only hannet_dx hannet_du`.
 #
