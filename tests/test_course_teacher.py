@@ -10,7 +10,6 @@ import csv
 import io
 import json
 import os
-import pathlib
 import subprocess
 import sys
 import zipfile
