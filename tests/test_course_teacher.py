@@ -174,14 +174,18 @@ def autograder(tmp_path_factory):
     return work / "source"
 
 
-def run_autograder(source, tmp_path, files):
-    """Run the zip's run_autograder on a submission of `files` {path: text}; its results."""
+def run_autograder(source, tmp_path, files, links=None):
+    """Run the zip's run_autograder on a submission of `files` {path: text} and `links`
+    {path: the file it points to}; its results and what it wrote to standard error."""
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)
     os.symlink(source, root / "source")
     for rel, text in files.items():
         (root / "submission" / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / "submission" / rel).write_text(text)
+    for rel, target in (links or {}).items():
+        (root / "submission" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "submission" / rel).symlink_to(target)
     run = subprocess.run([str(source / "run_autograder")], capture_output=True, text=True,
                          env={**os.environ, "AUTOGRADER_ROOT": str(root),
                               "AUTOGRADER_PYTHON": sys.executable}, timeout=600)
@@ -202,14 +206,21 @@ def test_the_zip_holds_what_gradescope_runs(autograder):
     assert not all(is_stub(r) for r in all_regions(autograder, [
         p.relative_to(autograder).as_posix() for p in (autograder / "tinyunits").rglob("*.py")]))
     assert (autograder / "hidden" / "broken.py").read_text() == HIDDEN_BROKEN
+    for script in ("setup.sh", "run_autograder"):
+        check = subprocess.run(["bash", "-n", str(autograder / script)], capture_output=True,
+                               text=True)
+        assert check.returncode == 0, check.stderr
 
 
 def test_run_autograder_grades_a_loose_file_laid_over_a_clean_copy(autograder, tmp_path):
     dac = (ROOT / BY_NAME["dac_dB"].source).read_text()
-    report, _ = run_autograder(autograder, tmp_path, {"dac.py": dac})
+    mul = ROOT / BY_NAME["engine_mul"].source  # a link to the teacher's file: not followed
+    report, _ = run_autograder(autograder, tmp_path, {"dac.py": dac},
+                               {BY_NAME["engine_mul"].source: mul})
     scores = {t["name"]: (t["score"], t["max_score"]) for t in report["tests"]}
     assert list(scores) == ["engine_mul", "dac_dW", "dac_dB", "dac_dx", "dac_conv"]
-    assert scores["engine_mul"] == (0, 1)  # the clean copy's stub
+    mul_output = next(t["output"] for t in report["tests"] if t["name"] == "engine_mul")
+    assert "engine_mul: not implemented yet" in mul_output  # the clean copy's stub
     # the hidden folder came along: its broken file fails every exercise, naming no code
     assert all(s == 0 for s, _ in scores.values())
     dB = next(t["output"] for t in report["tests"] if t["name"] == "dac_dB")
