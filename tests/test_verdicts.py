@@ -317,10 +317,11 @@ def test_an_epoch_below_within_its_noise_does_not_turn_the_curves_around():
     assert verdicts.above_throughout([0.5, 0.3, 1.0], [0.6, 0.6, 0.3]) == "unclear"
 
 
-def _fashion_rows(monkeypatch, store_holds_all, best=None):
-    """Lesson 5's Table 2 rows from this run's one repeat and a store of 2 repeats of 40
-    epochs: Dense flat at 90 %, Focus-s 86 % then 88 % from epoch 21 (catching up), Focus-c
-    flat at 85 % (not catching up), Fixed-s flat at 87 %."""
+def _fashion_rows(monkeypatch, store_holds_all, here=None):
+    """Lesson 5's Table 2 rows from this run's one repeat of 3 epochs (best: Dense 87 %,
+    Focus-s 85 %, Focus-c 84 %, Fixed-s 85.5 %) and a store of 2 repeats of 40 epochs: Dense
+    flat at 90 %, Focus-s 86 % then 88 % from epoch 21 (catching up), Focus-c flat at 85 % (not
+    catching up), Fixed-s flat at 87 % -> ({what: (ours, verdict, why)}, the Results)."""
     from lessons.closing import focusing as closing
     curves = {"Dense": [0.90] * 40, "Focus-s": [0.86] * 20 + [0.88] * 20,
               "Focus-c": [0.85] * 40, "Fixed-s": [0.87] * 40}
@@ -336,31 +337,36 @@ def _fashion_rows(monkeypatch, store_holds_all, best=None):
     monkeypatch.setattr(closing, "stored", stored)
     monkeypatch.setattr(closing, "held_whole", held)
     results = _lesson.Results("paper", claims=closing.trials.PAPER)
-    closing.fashion(results, best or {"Dense": [87.0], "Focus-s": [85.0], "Focus-c": [84.0],
-                                      "Fixed-s": [85.5]}, "quick")
-    return _rows(results)
+    best = here or {"Dense": 0.87, "Focus-s": 0.85, "Focus-c": 0.84, "Fixed-s": 0.855}
+    closing.fashion(results, {kind: [[acc - 0.01, acc, acc - 0.02]] for kind, acc in best.items()},
+                    "quick")
+    return _rows(results), results
 
 
 def test_table_2_reasons_read_the_stores_learning_curves(monkeypatch, capsys):
     """Lesson 5's Focus-s row said "the paper trains 200 epochs ..." under the store's runs of
     200 epochs: the reason now says what those runs' curves show of the paper's reading."""
-    rows = _fashion_rows(monkeypatch, store_holds_all=True)
+    rows, results = _fashion_rows(monkeypatch, store_holds_all=True)
     ours, holds, why = rows["Fashion Focus-s: best test acc"]
-    assert ours == "88.00 % (store, n=2)" and holds == "NO"
-    assert why.endswith("Dense leads Focus-s by 4.00 pt at epoch 20 and by 2.00 at epoch 40, and "
-                        "gains +0.00 pt over epochs 21-40 to Focus-s's +2.00: the gap closes, as "
-                        "the paper's 'win later' says, but is not closed in 40 epochs")
+    assert ours == "88.00 %" and holds == "NO"  # 2 points under Dense, the repeats alike
+    read = results.evidence["Fashion Focus-s: best test acc"]
+    assert (read.n, read.mean, read.se) == (2, pytest.approx(-2.0), pytest.approx(0.0))
+    assert read.source.startswith("store")
+    assert why.endswith("Dense leads by 4.00 pt at epoch 20 and 2.00 at 40; over epochs 21-40 "
+                        "Focus-s gains +2.00 pt, Dense +0.00: the gap closes, as the paper's "
+                        "'win later' says, but not in 40 epochs")
     _, _, why = rows["Fashion Focus-c: best test acc"]
-    assert why.endswith("by 5.00 pt at epoch 20 and by 5.00 at epoch 40, and gains +0.00 pt over "
-                        "epochs 21-40 to Focus-c's +0.00: the gap does not close (the paper: the "
-                        "focused nets win later)")
+    assert why.endswith("Dense leads by 5.00 pt at epoch 20 and 5.00 at 40; over epochs 21-40 "
+                        "Focus-c gains +0.00 pt, Dense +0.00: the gap does not close (the "
+                        "paper: the focused nets win later)")
 
 
 def test_table_2_reasons_cite_the_papers_scale_for_a_shorter_run(monkeypatch, capsys):
     from lessons.trials import focusing as trials
-    rows = _fashion_rows(monkeypatch, store_holds_all=False)
+    rows, results = _fashion_rows(monkeypatch, store_holds_all=False)
     ours, holds, why = rows["Fashion Focus-s: best test acc"]
-    assert ours == "85.00 % (this run, n=1)" and holds == "NO"
+    assert ours == "85.00 %" and holds == "NO"
+    assert results.evidence["Fashion Focus-s: best test acc"].source.startswith("this run")
     assert why == ("Focus-s 85.00 % against Dense 87.00 % (this run: 30000 training images, "
                    f"H = 128, 20 epochs, 1 repeat(s)); {trials.SHORTER}")
 
@@ -368,8 +374,8 @@ def test_table_2_reasons_cite_the_papers_scale_for_a_shorter_run(monkeypatch, ca
 def test_table_2_a_quick_runs_gain_within_its_noise_is_no_verdict(monkeypatch, capsys):
     """One repeat's +0.10 pts on 10000 test images (se 0.47) read 'yes' under the rule
     'the mean above Dense's'."""
-    rows = _fashion_rows(monkeypatch, store_holds_all=False, best={
-        "Dense": [87.0], "Focus-s": [87.1], "Focus-c": [85.0], "Fixed-s": [85.5]})
+    rows, _ = _fashion_rows(monkeypatch, store_holds_all=False, here={
+        "Dense": 0.870, "Focus-s": 0.871, "Focus-c": 0.850, "Fixed-s": 0.855})
     assert rows["Fashion Focus-s: best test acc"][1] == "unclear"  # the paper's +0.90: 1.7 se
     assert rows["Fashion Focus-c: best test acc"][1] == "NO"
 
@@ -389,9 +395,8 @@ def test_table_2_reasons_say_when_the_stores_curves_have_closed_the_gap(monkeypa
     monkeypatch.setattr(closing, "held_whole", held)
     # gains over epochs 101-200: Dense 90 - 88, Focus-s 91 - 85
     assert closing.catching_up("Focus-s") == (
-        "on the mean test curves Dense leads Focus-s by 3.00 pt at epoch 20 and by -1.00 at epoch "
-        "200, and gains +2.00 pt over epochs 101-200 to Focus-s's +6.00: the gap closes, as the "
-        "paper's 'win later' says")
+        "Dense leads by 3.00 pt at epoch 20 and -1.00 at 200; over epochs 101-200 Focus-s gains "
+        "+6.00 pt, Dense +2.00: the gap closes, as the paper's 'win later' says")
 
 
 def test_table_2_reasons_read_no_stored_curve_while_the_store_lacks_a_net(monkeypatch, capsys):
@@ -404,11 +409,10 @@ def test_table_2_reasons_read_no_stored_curve_while_the_store_lacks_a_net(monkey
     monkeypatch.setattr(closing, "held_whole", lambda module, name, by, value: {
         kind: [value({"test_acc": c}) for c in runs] for kind, runs in whole.items()})
     results = _lesson.Results("paper", claims=closing.trials.PAPER)
-    closing.fashion(results, {"Dense": [87.0], "Focus-s": [85.0], "Focus-c": [84.0],
-                              "Fixed-s": [85.5]}, "quick")
-    ((ours, why),) = [(ours, why) for what, _, ours, _, why, rule in results
-                      if what == "Fashion Focus-s: best test acc"]
-    assert ours == "85.00 % (this run, n=1)"
+    closing.fashion(results, {"Dense": [[0.87]], "Focus-s": [[0.85]], "Focus-c": [[0.84]],
+                              "Fixed-s": [[0.855]]}, "quick")
+    ours, _, why = _rows(results)["Fashion Focus-s: best test acc"]
+    assert ours == "85.00 %" and results.evidence["Fashion Focus-s: best test acc"].n == 1
     assert why.endswith(f"1 repeat(s)); {closing.trials.SHORTER}")
 
 
@@ -416,7 +420,8 @@ def _ltf_rows(monkeypatch, sides):
     """Lesson 5's Figure 2 rows from this run's one --tiny seed per side (3 epochs: no focus
     that started outside the informative inputs reached them) and a store of 20 seeds per
     side that holds the sides `sides` whole: on the left 52 of 60 such foci moved on (8 runs
-    kept their third focus outside), on both sides all 40 -> {what: (ours, verdict, why)}."""
+    kept their third focus outside), on both sides all 40 -> ({what: (ours, verdict, why)},
+    the Results)."""
     from lessons.closing import focusing as closing
 
     def run(start, end, lo, hi):
@@ -440,50 +445,58 @@ def _ltf_rows(monkeypatch, sides):
            "both": [run(spread, [0.21, 0.40, 0.60, 0.79], *both)]}
     results = _lesson.Results("paper", claims=closing.trials.PAPER)
     closing.learning_to_focus(results, ltf, "tiny")
-    return _rows(results)
+    return _rows(results), results
 
 
 def test_foci_moved_on_pool_the_stores_seeds_when_it_holds_both_sides(monkeypatch, capsys):
-    rows = _ltf_rows(monkeypatch, ("left", "both"))
-    ours, holds, why = rows["noise left: foci moved onto informative"]
-    assert ours == "52 of 60 (store, 20 seeds)" and holds  # 12 x 3 + 8 x 2 of 20 x 3
+    rows, results = _ltf_rows(monkeypatch, ("left", "both"))
+    ours, holds, why = rows["noise left: foci onto informative"]
+    assert ours == "52 of 60" and holds  # 12 x 3 + 8 x 2 of 20 x 3
+    read = results.evidence["noise left: foci onto informative"]
+    assert (read.n, read.mean, read.source) == (60, pytest.approx(52 / 60), "store, 20 seeds")
     # the 8 stayed 20/39 - 0.476 = 0.037 out, moved |0.47 - 0.476|; the others 0.56 - 0.476 to
     # 0.70 - 0.507
     assert why.startswith("8 of the 60 foci that started outside the informative inputs ended "
                           "outside them (store, 20 seeds of 250 epochs): the 8 that stayed outside "
                           "had started a median 0.037 outside the informative inputs and moved a "
                           "median 0.006 (at most 0.006); the 52 that crossed moved 0.084-0.193;")
-    ours, holds, why = rows["noise both: foci moved onto informative"]
-    assert ours == "40 of 40 (store, 20 seeds)" and holds
+    ours, holds, why = rows["noise both: foci onto informative"]
+    assert ours == "40 of 40" and holds
     assert "(store, 20 seeds of 250 epochs): every one moved onto them;" in why
-    assert rows["noise left: foci moved onto informative (seed 0)"][:2] == ("0 of 3", False)
+    # seed 0, the figure's run, is shown with no verdict of its own
+    assert rows["noise left, seed 0: foci onto informative"][:2] == ("0 of 3", None)
 
 
 @pytest.mark.parametrize("sides", [(), ("left",)], ids=["no side whole", "noise both not whole"])
 def test_foci_moved_on_are_this_runs_while_the_store_lacks_a_side(sides, monkeypatch, capsys):
-    rows = _ltf_rows(monkeypatch, sides)
-    ours, holds, why = rows["noise left: foci moved onto informative"]
-    assert ours == "0 of 3 (this run, 1 seed)" and not holds
+    rows, results = _ltf_rows(monkeypatch, sides)
+    ours, holds, why = rows["noise left: foci onto informative"]
+    assert ours == "0 of 3" and not holds
+    assert results.evidence["noise left: foci onto informative"].source == "this run, 1 seed"
     # they started 20/39 - (0.488, 0.507, 0.476) out and moved 0.002, 0.003, 0.004
     assert why.startswith("3 of the 3 foci that started outside the informative inputs ended "
                           "outside them (this run, 1 seed of 3 epochs): the 3 that stayed outside "
                           "had started a median 0.025 outside the informative inputs and moved a "
-                          "median 0.003 (at most 0.004);")
-    ours, holds, _ = rows["noise both: foci moved onto informative"]
-    assert ours == "0 of 2 (this run, 1 seed)" and not holds
+                          "median 0.003 (at most 0.004)")
+    ours, holds, _ = rows["noise both: foci onto informative"]
+    assert ours == "0 of 2" and not holds
 
 
 def _random_trials_rows(monkeypatch, held):
     """Lesson 5's Figure 3 rows from this run's 4 draws (focus - dense: -5 and +3 points on
     the noisy sets, -5 and -3 on the clean) and a store holding `held` of its random trials
-    -> {what: (ours, verdict)}."""
+    ({set: gaps in points}) -> ({what: (ours, verdict)}, the Results)."""
     from lessons.closing import focusing as closing
     monkeypatch.setattr(closing, "stored", lambda *args: held)
+    store = [dict(focus=0.5 + gap / 100, dense=0.5, noisy=label == "noisy")
+             for label, gaps in held.items() for gap in gaps]
+    monkeypatch.setattr(closing, "held_whole", lambda module, name, by, value: {
+        "all": [value(draw) for draw in store]})
     draws = [dict(focus=0.80, dense=0.85, noisy=True), dict(focus=0.90, dense=0.87, noisy=True),
              dict(focus=0.70, dense=0.75, noisy=False), dict(focus=0.72, dense=0.75, noisy=False)]
     results = _lesson.Results("paper", claims=closing.trials.PAPER)
     closing.random_trials(results, draws)
-    return {what: (ours, holds) for what, _, ours, holds, _, rule in results}
+    return {what: (ours, holds) for what, _, ours, holds, _, rule in results}, results
 
 
 # 750 draws: noisy ones +2.5 points (std 1.5: 37 standard errors), clean ones -0.4
@@ -491,21 +504,27 @@ _RANDOM_STORE = {"noisy": [1.0, 4.0] * 250, "clean": [-1.0, 0.2] * 125}
 
 
 def test_random_trials_read_the_stores_750_draws_when_it_holds_them_all(monkeypatch, capsys):
-    rows = _random_trials_rows(monkeypatch, _RANDOM_STORE)
+    rows, results = _random_trials_rows(monkeypatch, _RANDOM_STORE)
     ours, holds = rows["random trials, noisy: focus - dense"]
-    assert ours == "+2.50 pts (n=500, store; focus better in 500); this run -1.00 (n=2)" and holds
+    assert ours == "+2.50 pts (this run -1.00, n=2)" and holds
+    read = results.evidence["random trials, noisy: focus - dense"]
+    assert (read.n, read.mean, read.source) == (500, pytest.approx(2.5), "store")
+    assert read.se == pytest.approx(1.5 * math.sqrt(500 / 499) / math.sqrt(500))
     ours, holds = rows["random trials, clean: focus - dense"]
-    assert ours == "-0.40 pts (n=250, store; focus better in 125); this run -4.00 (n=2)" and holds
+    assert ours == "-0.40 pts (this run -4.00, n=2)" and holds
+    assert results.evidence["random trials, clean: focus - dense"].n == 250
 
 
 @pytest.mark.parametrize("held", [{}, {"noisy": _RANDOM_STORE["noisy"]}],
                          ids=["no set whole", "the clean sets not whole"])
 def test_random_trials_read_this_runs_draws_while_the_store_lacks_some(held, monkeypatch, capsys):
-    rows = _random_trials_rows(monkeypatch, held)
+    rows, results = _random_trials_rows(monkeypatch, held)
     ours, holds = rows["random trials, noisy: focus - dense"]
-    assert ours == "-1.00 pts (n=2, this run; focus better in 1)" and not holds
+    assert ours == "-1.00 pts" and not holds
+    read = results.evidence["random trials, noisy: focus - dense"]
+    assert (read.n, read.mean, read.source) == (2, pytest.approx(-1.0), "this run")
     ours, holds = rows["random trials, clean: focus - dense"]
-    assert ours == "-4.00 pts (n=2, this run; focus better in 0)" and not holds  # |gap| >= 2
+    assert ours == "-4.00 pts" and not holds  # |gap| >= 2
 
 
 def test_foci_that_stayed_outside_are_measured_by_how_far_they_moved():
