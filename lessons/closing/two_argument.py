@@ -124,7 +124,7 @@ def settled(results, similarities, source):
                 settles(first, epochs),
                 rule=f"settled: correlation with the kept f above {verdicts.SETTLED:g}; yes if "
                      f"all runs settle by epoch {SETTLE_BY}, partly if most, else NO; unclear "
-                     f"if runs are under {LONG_RUN * SETTLE_BY} epochs",
+                     f"in runs < {LONG_RUN * SETTLE_BY} epochs",
                 evidence=Evidence.of([c[1] for c in similarities],
                                      f"{source}; correlation after epoch 1, {epochs}+ epochs"),
                 measured=f"settled at epochs {first}, runs of {epochs}+ epochs")
@@ -149,7 +149,7 @@ def curvatures(results, kappas, source):
     results.add("negative (XOR) curvature, MLP", f"{negative} of {len(kappas)}",
                 minority(negative, len(kappas)),
                 rule=f"yes if under half curve negatively; NO if a fair coin gives as many "
-                     f"with p < {COIN:g}; else unclear",
+                     f"at p < {COIN:g}; else unclear",
                 evidence=Evidence.of(kappas, f"{source}; curvature"),
                 measured=f"{sum(k < 0 for k in kappas)} of {len(kappas)} negative")
 
@@ -195,8 +195,8 @@ def robust_increment(results, attacked, robust, n_images):
     results.add("robust gain 2-arg - ReLU, eps 0.3", f"{increment:+.2f}",
                 verdicts.gain(increment, trials.PAPER_ROBUST_INCREMENT, se),
                 rule=f"yes if the gain is above {verdicts.NOISE_SE:g} se and half the paper's, "
-                     f"partly if only above {verdicts.NOISE_SE:g} se; else NO if the paper's is "
-                     f"{verdicts.NOISE_SE:g} se above ours, else unclear",
+                     f"partly if above {verdicts.NOISE_SE:g} se only; else NO if the paper's is "
+                     f"{verdicts.NOISE_SE:g} se above, else unclear",
                 evidence=Evidence(len(relu), increment, f"{source}, {compared}", se=se),
                 measured=f"2-arg {np.mean(two_arg):.2f} %, ReLU {np.mean(relu):.2f} %: "
                          + (f"{increment / se:+.1f} se" if se else "no spread (se 0)"))

@@ -83,7 +83,7 @@ PAPER = {
     "f settled within 5 epochs (Fig. 5)": (
         "within 1-5 epochs", "{measured}; in a run of a few epochs the kept f is the last"),
     "negative (XOR) curvature, MLP": (
-        "minority (p=0.06)", "{measured}; the paper's own MLP result is not significant"),
+        "minority (p=0.06)", "{measured}; the paper's MLP result is not significant"),
     "robust gain 2-arg - ReLU, eps 0.3": (
         f"{PAPER_ROBUST_INCREMENT:+.2f}", "{measured}; Fashion-MNIST, trained at eps 0.1 (0.3 "
         "collapsed), PGD for AutoAttack"),
