@@ -19,13 +19,11 @@ def landscapes(results, flat, rows):
             f"{flat[kind, L]:.0e}" for L in depths) for kind, depths in rows if kind in kinds)
     deep = {kind: flat[kind, depths[-1]] for kind, depths in rows}
     one = "n=1 draw, no spread; this run"
-    collapsed = f"range/max < {verdicts.COLLAPSED:g}"
-    results.add("Fig. 1: sigmoid L=15 flat", f"range/max {deep['sigmoid']:.0e}",
-                deep["sigmoid"] < verdicts.COLLAPSED, evidence=one, rule=collapsed,
-                measured=over_depth("sigmoid"))
-    results.add("Fig. 1: ReLU L=60 flat", f"range/max {deep['relu']:.0e}",
-                deep["relu"] < verdicts.COLLAPSED, evidence=one, rule=collapsed,
-                measured=over_depth("relu"))
+    flat_ones = sum(deep[kind] < verdicts.COLLAPSED for kind in ("sigmoid", "relu"))
+    results.add("Fig. 1: sigmoid L=15, ReLU L=60 flat", f"{deep['sigmoid']:.0e} / {deep['relu']:.0e}",
+                ("NO", "partly", "yes")[flat_ones], evidence=one,
+                rule=f"range/max < {verdicts.COLLAPSED:g} for both (partly: one)",
+                measured=over_depth("sigmoid", "relu"))
     results.add("Fig. 1: ABS, Han L=60 alive", f"{deep['abs']:.0e} / {deep['han']:.0e}",
                 min(deep["abs"], deep["han"]) > verdicts.ALIVE, evidence=one,
                 rule=f"both range/max > {verdicts.ALIVE:g}", measured=over_depth("abs", "han"))
@@ -35,8 +33,9 @@ def v3(results, v3_rows, depths, samples):
     """Figure 2: ReLU's V3 peaks near L ~ 16 and reaches 0, ABS's never does, the HanNet's
     stays high. v3_rows: {kind: [(L, d, V3, collapsed samples)] by depth}."""
     def collapsed(kind):  # what a row's reason cites
-        return f"{kind}'s collapsed samples per depth: " + ", ".join(
-            f"{r[3]}" for r in v3_rows[kind])
+        return (f"{kind}: {sum(r[3] for r in v3_rows[kind])} of {samples * len(depths)} samples "
+                f"collapsed, V3 from {min(r[2] for r in v3_rows[kind]):.3g} to "
+                f"{max(r[2] for r in v3_rows[kind]):.3g}")
 
     def seen(kind):  # the evidence: samples, and how many collapsed over all depths
         return (f"n={samples} samples x {len(depths)} depths, "
@@ -50,12 +49,10 @@ def v3(results, v3_rows, depths, samples):
                 evidence=seen("relu"), measured=collapsed("relu"))
     han_min, abs_min = (min(r[2] for r in v3_rows[kind]) for kind in ("han", "abs"))
     abs_zero = [r[0] for r in v3_rows["abs"] if r[2] == 0]
-    results.add("Fig. 2: ABS V3 never 0", f"0 at L = {abs_zero[0]}" if abs_zero else "never 0",
-                not abs_zero, evidence=seen("abs"), rule="V3 = 0 at no L",
-                measured=collapsed("abs"))
-    results.add("Fig. 2: HanNet V3 stays high", f"min {han_min:.3g}, ABS {abs_min:.3g}",
-                han_min > 0 and han_min >= abs_min, evidence=seen("han"),
-                rule="least V3 > 0 and >= ABS's",
+    results.add("Fig. 2: ABS, HanNet V3 never 0", f"least {abs_min:.3g} / {han_min:.3g}",
+                not abs_zero and han_min >= abs_min > 0,
+                evidence=f"{seen('abs')}; HanNet {seen('han')}",
+                rule="V3 > 0 at every L for both, the HanNet's least >= ABS's",
                 measured=f"{collapsed('han')}; {collapsed('abs')}")
 
 
@@ -103,7 +100,7 @@ def board(results, han_run, fc_run, swept):
             median = float(np.median(accs))
             results.add(f"Fig. 4: {name} test accuracy", f"median {median:.1%}",
                         verdicts.reaches_paper(net, median),
-                        rule=verdicts.BOARD_RULE[net] + ", the median of each seed's best lr",
+                        rule="median of the seeds' best: " + verdicts.BOARD_RULE[net],
                         evidence=f"n={len(accs)} seeds, median {median:.1%}, mean "
                                  f"{np.mean(accs):.1%}, range {min(accs):.1%} - "
                                  f"{max(accs):.1%}; store", measured=f"range {min(accs):.1%} - "
@@ -111,7 +108,7 @@ def board(results, han_run, fc_run, swept):
         else:
             results.add(f"Fig. 4: {name} test accuracy", f"{run['test_acc']:.1%} (lr {run['lr']})",
                         verdicts.reaches_paper(net, run["test_acc"]),
-                        rule=verdicts.BOARD_RULE[net] + ", one run",
+                        rule="one run: " + verdicts.BOARD_RULE[net],
                         evidence=f"n=1 run, seed 0, no spread; this run (the store holds "
                                  f"{len(rows)} of the sweep's {len(wanted)} trials)",
                         measured="one seed-0 run; seeds move the accuracy (--full's store)")
@@ -139,15 +136,15 @@ def mixers(results, rows, n_test, mlp, han, both):
         gap = 100 * (acc[name] - acc[other])
         se = verdicts.difference_se(acc[name], acc[other], n_test)
         evidence = verdicts.Evidence(n_test, gap, "this run, test images", se=se, fmt="{:.2g}")
-        return gap, se, evidence, f"{gap:+.1f} points, {gap / se:+.1f} standard errors"
+        return gap, se, evidence, (f"{gap:+.1f} points, {gap / se:+.1f} se, with {block_params[name]}"
+                                   f" vs {block_params[other]} block parameters")
     above = f"yes above +{verdicts.NOISE_SE:g} se, NO below -{verdicts.NOISE_SE:g} se, else unclear"
     gap, se, evidence, why = against(han, mlp)
-    results.add("Tab. 2: Han- vs MLP-Mixer", f"{gap:+.1f} pts, {block_params[han]} vs "
-                f"{block_params[mlp]} params", gap >= -verdicts.NOISE_SE * se, evidence=evidence,
+    results.add("Tab. 2: Han- vs MLP-Mixer", f"{gap:+.1f} pts", gap >= -verdicts.NOISE_SE * se, evidence=evidence,
                 rule=f"not more than {verdicts.NOISE_SE:g} se below", measured=why)
     gap, se, evidence, why = against(han, "stem only")
     results.add("Tab. 2: Han-Mixer over stem", f"{gap:+.1f} pts", verdicts.lower(-gap, se),
                 rule=above, evidence=evidence, measured=why)
     gap, se, evidence, why = against(both, mlp)
-    results.add("Tab. 2: MLP- then Han-Mixer", f"{gap:+.1f} pts over MLP-Mixer",
+    results.add("Tab. 2: MLP- then Han-Mixer", f"{gap:+.1f} pts",
                 verdicts.lower(-gap, se), rule=above, evidence=evidence, measured=why)
