@@ -57,7 +57,7 @@ args, SIZE = setup("04_hannet", "HanNet: variability and Han-layers",
 warnings.filterwarnings("ignore", "overflow|invalid value", RuntimeWarning)
 
 S = board_trials.SIZES[SIZE]  # this mode's sizes, one entry per section
-results = Results("paper", claims=board_trials.PAPER, settings=S)  # the closing table
+results = Results("paper", claims=board_trials.PAPER, settings=S, reasons="add")  # closing table
 
 # %% [markdown]
 # ## 1. Landscapes and Collapse to Constants (section 3.1, Figure 1)
@@ -682,9 +682,9 @@ closing.mixers(results, mixer_rows, n_test, "+ MLP-Mixer (1)", "+ Han-Mixer (2)"
 # its rule (stated in the prose where the row was added, listed in short under the
 # table); each row was printed where it was added, with its evidence: n, mean or
 # median, spread or standard error, this run's or the store's. The rules' thresholds
-# are named constants in lessons/verdicts.py. Under the table, for each row that
-# does not hold, the numbers that bear on it and the likely reason; the paper's
-# numbers and those reasons are `PAPER` in lessons/trials/hannet.py. (Tiny mode is a smoke test: its budgets are far too
+# are named constants in lessons/verdicts.py. A row that does not hold printed,
+# under its verdict line, the numbers that bear on it and the likely reason; the
+# paper's numbers and those reasons are `PAPER` in lessons/trials/hannet.py. (Tiny mode is a smoke test: its budgets are far too
 # small for these numbers to mean anything.)
 
 # %%
