@@ -51,7 +51,9 @@ def v3(results, v3_rows, depths, samples):
     abs_zero = [r[0] for r in v3_rows["abs"] if r[2] == 0]
     results.add("Fig. 2: ABS, HanNet V3 never 0", f"least {abs_min:.3g} / {han_min:.3g}",
                 not abs_zero and han_min >= abs_min > 0,
-                evidence=f"{seen('abs')}; HanNet {seen('han')}",
+                evidence=f"n={samples} samples x {len(depths)} depths each, collapsed: ABS "
+                         f"{sum(r[3] for r in v3_rows['abs'])}, HanNet "
+                         f"{sum(r[3] for r in v3_rows['han'])}; this run",
                 rule="V3 > 0 at every L for both, the HanNet's least >= ABS's",
                 measured=f"{collapsed('han')}; {collapsed('abs')}")
 
