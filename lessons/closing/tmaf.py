@@ -14,7 +14,7 @@ from lessons.plots import table
 from lessons.trials import tmaf as trials
 
 KINDS_31 = ("ReLU", "PReLU", "TMAF")
-COLUMNS_RULE = f"TMAF's median below the other's in all columns: yes; in most: partly; else NO"
+COLUMNS_RULE = "TMAF's median below in all columns: yes; in most: partly; else NO"
 MISSES_RULE = (f"median error >= {verdicts.SLOW_ONLY:.3f} (slow sine only): yes; >= "
                f"{verdicts.SLOW_ONLY / 2:.3f}: partly; else NO")
 FITS_RULE = f"median error < {verdicts.FAST_FIT:g}: yes; only below ReLU's: partly; else NO"
