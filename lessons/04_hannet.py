@@ -26,10 +26,10 @@
 # 12 x 12 checkerboard where fully connected nets stall near 85 % test accuracy
 # and HanNets reach 99 %. We rebuild those results, derive the Han-layer's
 # backward (section 4), train it on the checkerboard and then in a Han-Mixer block
-# on Fashion-MNIST patches. Run `python lessons/04_hannet.py` (quick: one core's
-# work, one step after another; measured 272 s at one thread on a busy machine, and
-# 26 minutes, 6.4 of them CPU time, at low priority on 2 cores shared with seven
-# other jobs), `--full` (the paper's sweeps and budgets) or `--tiny` (seconds). The
+# on Fashion-MNIST patches. Run `python lessons/04_hannet.py` (quick: about 3
+# minutes on an idle 2-core machine, 159 s measured; a busy machine takes several
+# times longer; the closing line prints this run's time), `--full` (the paper's
+# sweeps and budgets) or `--tiny` (seconds). The
 # modes run the same code and differ only in sizes: `SIZES` in
 # lessons/trials/hannet.py, read in one line per section.
 
