@@ -35,7 +35,7 @@
 # 6. a plain VGG-like convnet on Fashion-MNIST, baseline vs DAC, and the
 #    +11 % parameters / +5.5 % FLOPs of section 4.
 #
-# It ends with a "paper vs ours" table. `--quick` (default) runs in a few minutes
+# It ends with a "paper vs ours" table. `--quick` (default) runs in about a minute
 # on 2 cores, `--tiny` in seconds (the test suite's smoke run), `--full` uses the
 # paper's settings where a CPU can (see section 6); the sizes of each mode are
 # `SIZES` in lessons/trials/dac.py, next to the training runs themselves. In

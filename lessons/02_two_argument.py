@@ -22,7 +22,7 @@
 # and 7: is it a soft XOR?), and attack every model (Table 1). The closing table
 # puts the paper's numbers beside ours.
 #
-# Run: `python lessons/02_two_argument.py` (--quick, the default: minutes on 2
+# Run: `python lessons/02_two_argument.py` (--quick, the default: about a minute on 2
 # cores), `--full` (the authors' epochs and early stopping, 4 repetitions, and
 # adversarially trained runs: hours; kept in lessons/results/sweeps.sqlite, so a
 # re-run computes only what is missing; `--workers 2` runs two at a time), `--tiny`

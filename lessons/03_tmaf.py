@@ -22,7 +22,7 @@
 # numbers in the closing table are therefore comparable to the paper's only in
 # their shape (which activation wins, by roughly how much), not digit by digit.
 #
-# Run: `python lessons/03_tmaf.py` (--quick, the default: a few minutes on 2
+# Run: `python lessons/03_tmaf.py` (--quick, the default: under a minute on 2
 # cores), `--tiny` (seconds; the test suite's smoke run), or `--full` (the
 # paper's 20000 regression samples, all 60000 training images, more epochs:
 # far longer; its runs are kept in lessons/results/sweeps.sqlite, so a

@@ -22,7 +22,7 @@
 # 6. sparsity (Figure 9b): accuracy as out-of-focus weights are pruned;
 # 7. the training-time overhead of a focusing layer (section 4.7).
 #
-# It ends with a "paper vs ours" table. `--quick` (default) runs in a few minutes
+# It ends with a "paper vs ours" table. `--quick` (default) runs in about two minutes
 # on 2 cores, `--tiny` in seconds (the test suite's smoke run), `--full`
 # uses the paper's settings (Table 2 alone: 4 nets x 5 repeats x 200 epochs of
 # 784-800-800-10, well over a day on 2 CPU cores). The modes run the same code and
