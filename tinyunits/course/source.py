@@ -8,9 +8,9 @@ NotImplementedError naming the exercise, its equation and its lesson.
 A derivation is the prose form of a region: the lines between
 `BEGIN DERIVATION <name> [<name> ...]` and `END DERIVATION <same names>`, in a
 docstring or in `# ` comment lines (a lesson's markdown), which state an
-exercise's gradient. The student copy replaces
-them, markers included, by one line that names the exercises and where to read
-about them (a docstring must stay text, so no raise).
+exercise's gradient. The student copy replaces them, markers included, by one
+line that names the exercises and where to read about them (prose must stay
+text, so no raise).
 
 A few files are the teacher's alone and are never copied: the course's own tests
 (TEACHER_ONLY), and the drop-ins of exercise Functions with what serves them alone
