@@ -22,7 +22,7 @@ from tinyunits.course.source import (all_regions, is_stub, project_files, region
                                      write_student_copy)
 
 pytestmark = pytest.mark.backend_free("the grader runs graded code on NumPy whatever the "
-                                      "backend (grade._child_env)")
+                                      "backend (sandbox.child_env)")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CONTRACT = {  # the agreed contract: each exercise and the lesson that explains it

@@ -18,7 +18,7 @@ from tinyunits.course.source import (all_regions, exercise_functions, project_fi
                                      write_student_copy)
 
 pytestmark = pytest.mark.backend_free("the grader runs graded code on NumPy whatever the "
-                                      "backend (grade._child_env)")
+                                      "backend (sandbox.child_env)")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 REGISTERED = ("import json, tinyunits\n"

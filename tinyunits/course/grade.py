@@ -1,6 +1,6 @@
 """Grade a tree: one child process per exercise runs the code; this process judges it.
 
-For each exercise this process builds the cases (grading.py, on the grader's own
+For each exercise this process builds the cases (cases.py, on the grader's own
 tinyunits: the graded code is never imported here), draws the cotangents, and
 writes them to a job folder. A child (runner.py, rooted at the graded tree) runs
 the graded Functions on them and writes back arrays; a child that runs past its
@@ -27,11 +27,8 @@ import json
 import os
 import pathlib
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,17 +37,16 @@ from tqdm import tqdm
 
 from .. import backend, fast, manual_seed, validate
 from ..tensor import get_default_dtype, set_default_dtype
-from . import grading, teacher
+from . import cases, grading, teacher
 from .exercises import BY_NAME, EXERCISES, current_name
-from .runner import LIMIT, TAIL
+from .runner import LIMIT
+from .sandbox import run_child
 from .source import HIDDEN_DIR
 
 HERE = pathlib.Path(__file__).resolve().parent
 SOURCE_ROOT = HERE.parent.parent  # the checkout this grader lives in
 TIMEOUT = 60   # seconds per exercise
 SHOWN = 6      # lines of a failing case's printed output shown in the feedback
-# the variables a child inherits (locale, time zone; SYSTEMROOT, which Windows needs)
-INHERITED = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
 np = backend.host_module()
 
 
@@ -101,8 +97,8 @@ def load_hidden(folder) -> Hidden:
                 module = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(module)
                 manual_seed(0)
-                for name, cases in dict(module.cases(grading)).items():
-                    hidden.cases.setdefault(current_name(name), []).extend(cases)
+                for name, found in dict(module.cases(cases)).items():
+                    hidden.cases.setdefault(current_name(name), []).extend(found)
             except Exception as err:  # noqa: BLE001 - a traceback would show hidden code
                 hidden.errors.append(type(err).__name__)
     return hidden
@@ -150,7 +146,7 @@ def _plan(name, hidden, work) -> Plan:
         plan.cases.append((case, is_hidden, y, g))
 
     try:
-        for case in grading.cases_of(name):
+        for case in cases.cases_of(name):
             add(case, False)
     except Exception as err:  # noqa: BLE001 - the grader's own bug: say so, fail the exercise
         plan.lines.append((grading.FAIL, f"the cases could not be built: "
@@ -169,87 +165,6 @@ def _plan(name, hidden, work) -> Plan:
     with open(plan.job / "job.npz", "wb") as f:
         np.savez(f, **arrays)
     return plan
-
-
-def _child_env(job) -> dict:
-    """The child's environment: none of this process's variables (the hidden folder's
-    path, a teacher's tokens, an activated environment's PATH), only the locale;
-    one thread, NumPy, and a home and temporary folder in its job folder."""
-    env = {k: os.environ[k] for k in INHERITED if k in os.environ}
-    env.update(PATH=os.defpath, HOME=str(job), TMPDIR=str(job), TINYUNITS_BACKEND="numpy",
-               TINYUNITS_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-               MKL_NUM_THREADS="1")
-    return env
-
-
-class _Drain(threading.Thread):
-    """Reads a child's output pipe as it comes and keeps the last TAIL bytes, so that
-    no amount of output blocks the child or fills a disk."""
-
-    def __init__(self, pipe):
-        super().__init__(daemon=True)
-        self.pipe, self.kept = pipe, b""
-        self.start()
-
-    def run(self):
-        for chunk in iter(lambda: self.pipe.read1(1 << 16), b""):
-            self.kept = (self.kept + chunk)[-TAIL:]
-
-    def text(self) -> str:
-        """What came so far. A process that escaped the child's group (setsid) may hold
-        the pipe open: its end is not waited for beyond a second."""
-        self.join(1.0)
-        return self.kept.decode(errors="replace")
-
-
-def _run_child(runner, root, job, timeout):
-    """('done' | 'timeout' | 'stopped', exit code, what it wrote to fd 1 and 2) for one
-    child. It runs in its own session (a process group), which is stopped when the
-    child ends or runs past its time limit, whatever the child started with it."""
-    child = subprocess.Popen([sys.executable, "-I", "-B", str(runner), str(root), str(job)],
-                             cwd=root, env=_child_env(job), stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             start_new_session=True)
-    output = _Drain(child.stdout)
-    ended = _ended(child, timeout)
-    _stop(child)
-    if not ended:
-        return "timeout", None, output.text()
-    state = "done" if (job / "result.json").is_file() else "stopped"
-    return state, child.returncode, output.text()
-
-
-def _ended(child, timeout) -> bool:
-    """Has the child ended within timeout seconds? On POSIX it is left unreaped: while
-    it stands as a zombie, its pid, its group's id, goes to no other process, so
-    _stop signals its own group and nothing else."""
-    if not hasattr(os, "waitid"):
-        try:
-            child.wait(timeout=timeout)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
-
-    def wait():
-        with contextlib.suppress(ChildProcessError):
-            os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
-    waiter = threading.Thread(target=wait, daemon=True)
-    waiter.start()
-    waiter.join(timeout)
-    return not waiter.is_alive()
-
-
-def _stop(child):
-    """Stop the child, if it still runs, and what it started (its group, on POSIX), then
-    reap it. The group outlives the child while one of its processes runs."""
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(child.pid, signal.SIGKILL)
-        else:
-            child.kill()
-    except ProcessLookupError:
-        pass
-    child.wait()
 
 
 def _read(job):
@@ -380,7 +295,7 @@ def grade(directory=None, only=None, hidden=None, timeout=TIMEOUT, workers=None)
         runner = pathlib.Path(shutil.copy(HERE / "runner.py", work / "runner.py"))
         plans = [_plan(name, hidden, work / "jobs") for name in names]
         with ThreadPoolExecutor(workers or _workers()) as pool:
-            runs = [pool.submit(_run_child, runner, root, plan.job, timeout) for plan in plans]
+            runs = [pool.submit(run_child, runner, root, plan.job, timeout) for plan in plans]
             results = [_result(plan.name, _lines(plan, run.result(), timeout))
                        for plan, run in zip(plans, runs)]
     return str(root / "tinyunits"), results
