@@ -177,10 +177,12 @@ results.append(("retain_grad keeps dL/dd = 2d on inner d", 2 * d.item(), d.grad.
                 d.grad.item() == 2 * d.item()))
 
 # %% [markdown]
-# Read it right to left, as the walk ran: dL/dL = 1; the last Mul sends d a
-# gradient along each arrow, 1 * d = 4 twice, which add up to 8; Add passes 8 on to
-# e and to c unchanged; the first Mul gives each factor the other one times 8:
-# dL/da = 8 b = -24 and dL/db = 8 a = 16.
+# Read it right to left, as the walk ran: dL/dL = 1;
+# BEGIN DERIVATION engine_mul
+# the last Mul sends d a gradient along each arrow, 1 * d = 4 twice, which add up
+# to 8; Add passes 8 on to e and to c unchanged; the first Mul gives each factor
+# the other one times 8: dL/da = 8 b = -24 and dL/db = 8 a = 16.
+# END DERIVATION engine_mul
 
 # %% [markdown]
 # ## 3. A value used twice: gradients add
@@ -304,8 +306,11 @@ results.append(("checked alone, the wrong node shows", "WrongMul", ", ".join(fou
                 found == ["WrongMul"]))
 
 # %% [markdown]
-# Only the first product fails, and only for b: WrongMul's backward returns -g a for
-# b, where dL/db = g a. Add, and the correct Mul that squares d, pass.
+# Only the first product fails, and only for b:
+# BEGIN DERIVATION engine_mul
+# WrongMul's backward returns -g a for b, where dL/db = g a.
+# END DERIVATION engine_mul
+# Add, and the correct Mul that squares d, pass.
 
 # %% [markdown]
 # **Your turn, again.** Besides `engine_mul` and `engine_sum_to`, the exercises

@@ -102,7 +102,9 @@ results = Results("paper", claims=focus_trials.PAPER, settings=S)  # the closing
 # The second term is the scaler's, which the paper's chain rule (9) leaves out:
 # s_j = sqrt(m) (sum_k phi_jk^2)^(-1/2) moves with mu_j and sigma_j too, and
 #
+# BEGIN DERIVATION focusing_dmu focusing_dsigma
 #     ds_j/dtheta = -(s_j^3 / m) sum_k phi_jk dphi_jk/dtheta
+# END DERIVATION focusing_dmu focusing_dsigma
 #
 # Three names make the result short:
 #
