@@ -2,11 +2,16 @@
 
 |.| has a kink at 0, so every pre-activation z = H x + bias is kept at least a
 margin away from it: a central difference across the kink would mix two slopes.
+
+The space (space.py) of HanFn: every axis of 2-d and 3-d inputs, a batch of 1,
+with and without bias, |.| and ReLU, u with ||u|| = 2.5 (so the 1/||u|| of the
+normalisation counts) and u with an entry 0, float32.
 """
 from ... import backend
 from ...tensor import Tensor, no_grad
-from ...units.hannet import HanLayer, HanMixerBlock, householder_matrix
+from ...units.hannet import HanFn, HanLayer, HanMixerBlock, householder_matrix
 from . import data, register
+from .space import Call, Space, register_calls
 
 MARGIN = 0.1
 
@@ -52,20 +57,6 @@ def _():
     return layer, [x], layer
 
 
-@register("hannet_layer_no_bias")
-def _():
-    layer = HanLayer(5, bias=False)
-    x = input_with_pre_activation(layer, data(4, 5, margin=MARGIN))
-    return layer, [x], layer
-
-
-@register("hannet_layer_relu_ablation")
-def _():
-    layer = HanLayer(6, activation="relu")
-    x = input_with_pre_activation(layer, data(5, 6, margin=MARGIN))
-    return layer, [x], layer
-
-
 @register("hannet_mixer_block")
 def _():
     block = HanMixerBlock(num_tokens=4, channels=3)
@@ -76,3 +67,35 @@ def _():
             _bias_clear_of_kink(layer, a)
             a = layer(Tensor(a)).data
     return block, [x], block
+
+
+SPACE = Space({"rank": (2, 3), "axis": (-1, -2, -3), "batch": ("many", "of 1"),
+               "bias": (True, False), "activation": ("abs", "relu"),
+               "u": ("||u|| 2.5", "an entry 0"), "dtype": ("float64", "float32")},
+              # a batch of 1 along the rows' axis would leave rows of one entry
+              lambda p: -p["axis"] <= p["rank"] and not (p["batch"] == "of 1"
+                                                         and -p["axis"] == p["rank"]))
+
+
+def build(point):
+    shape = (5, 6) if point["rank"] == 2 else (3, 4, 5)
+    shape = ((1,) + shape[1:]) if point["batch"] == "of 1" else shape
+    axis, bias, act = point["axis"], point["bias"], point["activation"]
+    layer = HanLayer(shape[axis], bias=bias, axis=axis, activation=act)
+    u = backend.to_host(layer.u.data).copy()
+    if point["u"] == "an entry 0":
+        u[backend.host_rng().integers(0, u.shape[0])] = 0.0
+    layer.u.data = backend.asarray(2.5 * u / (u @ u) ** 0.5)
+    x = input_with_pre_activation(layer, data(*shape, margin=MARGIN))
+    inputs = [x, layer.u.data] + ([layer.bias.data] if bias else [])
+    label = (f"x {shape}, axis {axis}, ||u|| 2.5" + ("" if bias else ", no bias")
+             + ("" if act == "abs" else ", ReLU (Table 7)")
+             + ("" if point["u"] == "||u|| 2.5" else ", u with an entry 0")
+             + ("" if point["dtype"] == "float64" else ", float32"))
+    host = backend.host_module()
+    return Call(label, lambda: HanFn(axis, act),
+                [host.asarray(backend.to_host(a), dtype=point["dtype"]) for a in inputs],
+                ("dx", "du", "db")[:len(inputs)], tuple(range(len(inputs))), point)
+
+
+register_calls("hannet_fn", SPACE, build)

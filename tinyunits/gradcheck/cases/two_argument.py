@@ -5,12 +5,17 @@ Each case therefore redraws its data (deterministically, from the seeded
 generator) until every hidden pre-activation A_l = H_l W_l^T + b_l, at every
 point of every use, is at least MARGIN away from zero, far beyond the 1e-6
 steps the check takes.
+
+The space (space.py) of InnerNetFn: one, two and three arguments, one to three
+hidden layers, dense and conv-map inputs, a batch of 1, f learning or frozen,
+float32.
 """
 from ... import backend
 from ...nn import Linear, Sequential
 from ...tensor import Tensor, no_grad
-from ...units.two_argument import InnerNet, MultiArgActivation
+from ...units.two_argument import InnerNet, InnerNetFn, MultiArgActivation
 from . import data, register
+from .space import Call, Space, register_calls
 
 MARGIN = 1e-4
 HIDDEN = (5, 4)
@@ -41,18 +46,34 @@ def _clear_of_kinks(draw, inputs_of_uses, tries=50):
                        f"{MARGIN} away from the ReLU kink")
 
 
-def activation_case(n_args, shape):
+SPACE = Space({"n_args": (2, 1, 3), "hidden": (HIDDEN, (3,), (4, 3, 3)),
+               "x": ("conv map", "dense"), "batch": ("many", "of 1"),
+               "f": ("learning", "frozen"), "dtype": ("float64", "float32")})
+
+
+def build(point):
+    n, hidden = point["n_args"], point["hidden"]
+    batch = 2 if point["batch"] == "many" else 1
+    shape = (batch, 2 * n, 3, 3) if point["x"] == "conv map" else (2 * batch, 3 * n)
+
     def draw():
-        inner = InnerNet(n_args, HIDDEN)
-        return MultiArgActivation(inner), data(*shape)
+        return InnerNet(n, hidden), data(*shape)
 
-    act, x = _clear_of_kinks(draw, lambda case: [(case[0].inner, case[1])])
-    return act, [x], act
+    inner, x = _clear_of_kinks(draw, lambda case: [case])
+    frozen = point["f"] == "frozen"
+    params = [p.data for p in inner.layer_parameters()]
+    names = ("dx",) + tuple(f"d{'Wb'[k % 2]}{k // 2}" for k in range(len(params)))
+    host = backend.host_module()
+    label = ("" if hidden == HIDDEN else f"hidden {hidden}, ") + (
+        f"n_args {n}, x {shape} ({point['x']})" + (", f frozen" if frozen else "")
+        + ("" if point["dtype"] == "float64" else ", float32"))
+    # a frozen f takes no gradient: only dx is the Function's
+    return Call(label, lambda: InnerNetFn(n, param_grads=not frozen),
+                [host.asarray(backend.to_host(a), dtype=point["dtype"]) for a in [x] + params],
+                names, (0,) if frozen else tuple(range(len(names))), point)
 
 
-for _n in (1, 2, 3):
-    register(f"two_argument_dense_n{_n}")(lambda n=_n: activation_case(n, (4, 3 * n)))
-    register(f"two_argument_conv_n{_n}")(lambda n=_n: activation_case(n, (2, 2 * n, 3, 3)))
+register_calls("two_argument_inner", SPACE, build)
 
 
 @register("two_argument_inner_net_points_n2")
