@@ -35,10 +35,12 @@ def host(x, dtype="float64"):
 
 
 def on_kink(x, B):
-    """x with about a third of its entries x[b,j,...] set to -B[i,j] for a random i."""
+    """x with its first entry and about a third of the others, x[b,j,...], set to
+    -B[i,j] for a random i."""
     rng = backend.host_rng()
     x = x.copy()
     chosen = rng.random(x.shape) < 1 / 3
+    chosen.flat[0] = True
     i = rng.integers(0, B.shape[0], size=x.shape)
     j = backend.host_module().indices(x.shape)[1]
     x[chosen] = -B[i, j][chosen]

@@ -3,7 +3,7 @@
 A TMAF jumps at every breakpoint (the levels change there), so x is drawn inside
 the intervals, at least MARGIN from every breakpoint: a central difference across
 a jump would see the jump, not the slope. At a point "on a breakpoint" about a
-third of x sits exactly on one (0 among them when 0 is a breakpoint, as after a
+third of x (its first entry always) sits exactly on one (0 among them when 0 is a breakpoint, as after a
 ReLU): there dx is not defined, but the levels (and off-diagonals) still are, as
 y is linear in them, and only they are checked. Levels are random, so every term
 of the backward is exercised.
@@ -48,6 +48,7 @@ def build(fn, n_params, names):
         if point["x"] != "between breakpoints":
             rng = backend.host_rng()
             on = rng.random(shape) < 1 / 3
+            on.flat[0] = True
             x[on] = np.asarray(s)[rng.integers(0, len(s), size=shape)][on]
             defined = defined[1:]
         params = [backend.to_host(data(shape[1], len(s) + 1)) for _ in range(n_params)]
