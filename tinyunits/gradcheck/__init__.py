@@ -31,8 +31,10 @@ Tensor.backward; the report then has one failing row, for that input (named
 
 `python -m tinyunits.gradcheck [pattern]` runs every registered case (the ops,
 then each unit's cases from tinyunits/gradcheck/cases/), prints a table, and exits
-non-zero on any failure, or when the pattern matches no case. A case is
-registered (tinyunits.gradcheck.cases.register) with
+non-zero on any failure, or when the pattern matches no case. The exercises'
+Functions are checked over their spaces (cases/space.py: every option value and
+every pair, named '<function>: <the options not at their default>'), the calls the
+course grader grades too. A case is registered (tinyunits.gradcheck.cases.register) with
 
     @register("name")
     def _():
