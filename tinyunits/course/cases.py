@@ -70,7 +70,6 @@ def _with_every_input(case, mistakes=None):
                    every_input=True, mistakes={**case.mistakes, **(mistakes or {})})
 
 
-DAC_NAMES = ("dx", "dW", "dB")
 SCALED_MASK = ("dB's lines changed M in place (scaled it by W), and dx reads the shared "
                "mask M after them")
 
