@@ -282,16 +282,17 @@ def main(argv=None) -> int:
               "(run without a pattern to list them all)", file=sys.stderr)
         return 2
     failed = []
-    print(f"{'case':<34}{'tensors':>8}{'max rel err':>14}  ok   (backend {backend.get_backend()})")
+    # the name last: a space case's name lists its options, and is long
+    print(f"{'ok':<5}{'tensors':>7}{'max rel err':>13}  case   (backend {backend.get_backend()})")
     for name in names:
         try:
             report = run_case(name)
         except NotImplementedError as e:  # a student copy's exercise stub: go on to the next
-            print(f"{name:<34}{'':>8}{'':>14}  NO   not implemented: {e}")
+            print(f"{'NO':<5}{'':>7}{'':>13}  {name}: not implemented: {e}")
             failed.append(name)
             continue
         worst = max((r.max_rel for r in report.rows), default=0.0)
-        print(f"{name:<34}{len(report.rows):>8}{worst:>14.2e}  {'yes' if report.ok else 'NO'}")
+        print(f"{'yes' if report.ok else 'NO':<5}{len(report.rows):>7}{worst:>13.2e}  {name}")
         if not report.ok:
             failed.append(name)
             print(report)
