@@ -19,6 +19,16 @@ rewritten by hand is not, and neither is a solution in another language (that is
 the student copy leaves the drop-ins of exercises out, DAC's CUDA kernels with them:
 course/source.py's drop_in_files).
 
+A result written in another form (rewritten by hand, typeset, put in words) is what
+the second check looks for: per exercise, a few formula signatures, the result as our
+own code, docs and lessons write it (`SIGNATURES`), searched for in every text file of
+the copy and the site after both are normalised alike (`formula`: multiplication
+signs, TeX spacing and braces, comment marks dropped; spaces kept only between two
+names, so `H g_z`, `H @ g_z` and `$H\\, g_{z}$` are one signature and `padding
+self.a` does not hold `g self.a`). It finds only the forms listed, so each exercise
+keeps one that its own solution or derivation writes, and a planted leak shows each
+form is found, in a page, as HTML and in the search index.
+
 This file is the teacher's (tests/test_course*.py): the student copy leaves it out.
 """
 import html
@@ -272,3 +282,144 @@ def test_the_api_pages_read_student_sources_unless_the_teacher_asks(hooks, monke
     monkeypatch.setenv("SITE_SOLUTIONS", "1")
     config = hooks.on_config(mkdocs_config())
     assert config.plugins["mkdocstrings"].config.handlers["python"]["paths"] == ["."]
+
+
+# --------------------------------------------------------------------------- other forms
+SIGNATURES = {  # exercise -> its result as our code, docs, lessons and hints write it
+    "engine_mul": ("g * self.b", "g * self.a", "dL/db = g a", "the other one times",
+                   "g times the other input"),
+    "engine_div": ("-gb * self.a / self.b", "g / self.b", "-a / b^2", "-g a / b^2"),
+    "engine_sigmoid": ("self.y * (1 - self.y)", "y (1 - y)", "(1 - y) y",
+                       "sigmoid(x) (1 - sigmoid(x))"),
+    "engine_sum_to": ("g.ndim - len(shape)", "tuple(range(lead))"),
+    "engine_matmul": ("g @ _swap(self.b)", "_swap(self.a) @ g", "g B^T", "A^T g"),
+    "engine_softmax_ce": ("softmax(z) - onehot", "softmax(z) - one_hot",
+                          "dz[xp.arange(n), self.labels] -= 1"),
+    "dac_dW": ("sum_b A[b,i,j] * g[b,i]", r"\varphi(b_{ij} + z_{sj})\, g_{si}",
+               "phi(B[i,j] + x[b,j]) g[b,i]", 'einsum("bij,bi->ij", A, g)'),
+    "dac_dB": ("W[i,j] * sum_b M[b,i,j]", r"w_{ij} \sum_{s=1}^{N} \varphi'(b_{ij} + z_{sj})",
+               "W * M.sum(axis=0)"),
+    "dac_dx": ("sum_i W[i,j] * M[b,i,j]", r"\sum_{i=1}^{n} w_{ij}\, \varphi'(b_{ij} + z_{sj})",
+               'einsum("ij,bij->bj", W, M)'),
+    "dac_conv": ("dA[b,i,j, h*s+p, w*s+q] += W[i,j,p,q] * g[b,i,h,w]",
+                 "sum_t W[i,j,t] G[b,i,t]", "sum_b A[b,i,j] . G[b,i,t]", "= sum_i M[b,i,j]",
+                 "= sum_{b,h,w} M[b,i,j]", r"\sum_{s, h, k} g_{si}(h, k)\; a_{sij}",
+                 r"\varphi'(b_{ij} + z_{sj}(u, v))\, \frac{\partial E}{\partial a_{sij}(u, v)}"),
+    "two_argument_inner": ("D_{l-1} = (D_l W_l) * [H_l > 0]", "dW_l = D_l^T H_l",
+                           "dX = D_0 W_0", "D.T @ H", "(D @ self.weights[l]) * (self.H[l] > 0)"),
+    "tmaf_levels": ("_accumulate(self.index, g * self.x,", "g_i * x_i",
+                    "[bin(x_i^(m)) = k] g_i^(m) x_i^(m)"),
+    "tmaf_tridiagonal": ("g * self.x_prev", "g * self.x_next", "g_i * x_{i-1}", "g_i * x_{i+1}",
+                         "[bin(x_i^(m)) = k] g_i^(m) x_{i-1}^(m)",
+                         "[bin(x_i^(m)) = k] g_i^(m) x_{i+1}^(m)"),
+    "hannet_dx": ("H g_z", "H^T g_z", "g_z - 2 t u_hat", "g_z - (2 * t)[:, None] * u_hat",
+                  "g_z^(m) - 2 (g_z^(m) . u_hat) u_hat"),
+    "hannet_du": ("-2 sum (t x + s g_z)", "t^(m) x^(m) + s^(m) g_z^(m)",
+                  "-2 * (t @ x + s @ g_z)", "u_hat . dL/du_hat", "(I - u_hat u_hat^T) / ||u||"),
+    "focusing_dmu": ("sum_i q d - Q sum_i w d", "Q * rowdot(u, ud) / m", "Q sum_i a_i d_i",
+                     "q_ji - a_ji Q_j", "u_ji (c_ji - sum_k a_jk c_jk)",
+                     "-(s_j^3 / m) sum_k phi_jk dphi_jk/dtheta"),
+    "focusing_dsigma": ("sum_i q d^2 - Q sum_i w d^2", "Q * rowdot(ud, ud) / m",
+                        "(q_ji - a_ji Q_j) d_ji^2", "q_ji - a_ji Q_j",
+                        "-(s_j^3 / m) sum_k phi_jk dphi_jk/dtheta"),
+}
+# TeX's spacing and products, and \left( \right): nothing a formula reads
+TEX_SPACING = re.compile(r"\\(?:[,;:! ]|quad|qquad|left|right|cdot|odot|times)(?![A-Za-z])")
+
+
+def formula(text: str) -> str:
+    """text as a signature is compared: `**` and `\\top` as `^` and `T`, the minus sign
+    as `-`, no product sign (`*`, `@`, TeX's, Unicode's), no brace, `$`, backslash or
+    comment mark, and no space but one between two names (`H g_z`) that would
+    otherwise run together."""
+    text = text.replace("**", "^").replace("\\top", "T").replace("⊤", "T").replace("·", ".")
+    text = text.replace("−", "-").replace("∗", "*").replace("×", "*").replace("⋅", "*")
+    text = re.sub(r"[*@$#\\]", " ", TEX_SPACING.sub(" ", text)).replace("{", "").replace("}", "")
+    return re.sub(r"\s+", "", re.sub(r"(?<=\w)\s+(?=\w)", "\0", text)).replace("\0", " ")
+
+
+def signature(form: str) -> re.Pattern:
+    """form, normalised, as a pattern that a longer name around it does not match."""
+    text = formula(form)
+    head = r"(?<!\w)" if re.match(r"\w", text) else ""
+    tail = r"(?!\w)" if re.search(r"\w$", text) else ""
+    return re.compile(head + re.escape(text) + tail)
+
+
+def formula_leaks(tree) -> dict:
+    """{(exercise, signature): [files of tree that hold it]}, read as `leaks` reads them."""
+    tree = pathlib.Path(tree)
+    patterns = {(name, form): signature(form) for name, forms in SIGNATURES.items()
+                for form in forms}
+    found = {}
+    for path in sorted(p for p in tree.rglob("*") if p.is_file()):
+        texts = [formula(t) for t in readings(path)]
+        for key, pattern in patterns.items():
+            if any(pattern.search(t) for t in texts):
+                found.setdefault(key, []).append(path.relative_to(tree).as_posix())
+    return found
+
+
+def formula_report(found) -> str:
+    return "\n".join(f"{name}: {form!r}\n    in {', '.join(where[:5])}"
+                     for (name, form), where in found.items())
+
+
+def test_every_exercise_has_a_signature_its_own_solution_or_derivation_writes():
+    assert set(SIGNATURES) == set(BY_NAME)
+    marked = {name: [] for name in BY_NAME}
+    for r in all_regions(ROOT):
+        marked[r.name] += r.lines
+    for d in all_derivations(ROOT):
+        for name in d.name.split():
+            marked[name] += d.lines
+    for name, forms in SIGNATURES.items():
+        text = formula("\n".join(marked[name]))
+        assert any(signature(form).search(text) for form in forms), (name, forms)
+
+
+def test_the_normal_form_reads_code_maths_and_prose_alike():
+    same = ["H g_z", "H @ g_z", "H*g_z", r"$H\, g_{z}$", "#  H\n#  g_z", r"H \cdot g_{z}"]
+    assert {formula(form) for form in same} == {"H g_z"}
+    assert formula("y * (1 - y)") == formula("y (1 - y)") == "y(1-y)"
+    assert formula("x ** 2 / b^{2}") == "x^2/b^2" and formula(r"A^{\top} g") == "A^T g"
+    assert not signature("g * self.a").search(formula("padding\nself.activation"))
+    assert not signature("H g_z").search(formula("DH g_zz"))
+
+
+def test_the_student_copy_and_site_state_no_result_in_another_form(student, site):
+    copy, on_site = formula_leaks(student), formula_leaks(site)
+    assert not copy and not on_site, (
+        f"results an exercise asks for, in the student copy:\n{formula_report(copy)}\n"
+        f"and on the student site:\n{formula_report(on_site)}")
+
+
+def test_a_result_put_back_in_another_form_is_caught(site, student, tmp_path):
+    """Planted: hannet_dx's result typeset in a copy of docs/papers/hannet.md (as TeX);
+    the sigmoid's in words and entities in a copy of the site's page of it (HTML);
+    softmax cross-entropy's in the search index (JSON, escaped); and every signature,
+    as written, in a copy of docs/papers/focusing.md. Each is reported where planted."""
+    paper, page = "docs/papers/hannet.md", "papers/focusing/index.html"
+    index, every = "search/search_index.json", "docs/papers/focusing.md"
+    for rel, origin in ((paper, student), (page, site), (index, site), (every, student)):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(origin / rel, tmp_path / rel)
+    with open(tmp_path / paper, "a") as f:
+        f.write("\n$$\\frac{\\partial\\mathcal{L}}{\\partial x} = H\\, g_{z}$$\n")
+    html_page = (tmp_path / page).read_text()
+    planted = "<p>The sigmoid&#39;s gradient is <em>g</em> y &lowast; (1 &minus; y)</p>"
+    (tmp_path / page).write_text(html_page.replace("</article>", planted + "</article>", 1))
+    search = json.loads((tmp_path / index).read_text())  # the papers' entries, and one more
+    search["docs"] = [doc for doc in search["docs"] if doc["location"].startswith("papers/")]
+    search["docs"].append({"location": "planted/", "title": "planted",
+                           "text": html.escape("dL/dz = (softmax(z) - one_hot(y)) / N")})
+    (tmp_path / index).write_text(json.dumps(search))
+    with open(tmp_path / every, "a") as f:
+        f.write("".join(f"\n{form}\n" for forms in SIGNATURES.values() for form in forms))
+    expected = {(name, form): [every] for name, forms in SIGNATURES.items() for form in forms}
+    expected[("hannet_dx", "H g_z")] = [every, paper]
+    expected[("engine_sigmoid", "y (1 - y)")] = [every, page]
+    expected[("engine_softmax_ce", "softmax(z) - one_hot")] = [every, index]
+    found = formula_leaks(tmp_path)
+    wrong = {key: where for key, where in found.items() if where != expected.get(key)}
+    assert found == expected, formula_report(wrong) or f"not found: {set(expected) - set(found)}"
