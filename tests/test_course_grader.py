@@ -163,13 +163,20 @@ sys.exit(0)
 
 
 def test_a_forged_student_copy_scores_zero(tmp_path):
+    # outside every region, the forger's code is not even run: each stub is not attempted
     forged = tmp_path / "forged"
     write_student_copy(ROOT, forged)
     names = [e.name for e in EXERCISES]
     (forged / "tinyunits" / "__init__.py").write_text(f"NAMES = {names!r}\n" + FORGED)
     graded, results = grade(forged)
     assert sum(r.score for r in results) == 0
-    assert all(r.status == "FAIL" for r in results)
+    assert all(r.outcome == "not attempted" for r in results)
+    # in a region, it stops its own run before any result: that exercise fails
+    (forged / "tinyunits" / "__init__.py").write_text((ROOT / "tinyunits" / "__init__.py")
+                                                      .read_text())
+    tree = plant(forged, tmp_path, "engine_mul", "NAMES = []", *FORGED.strip().splitlines())
+    (mul,) = grade(tree, ["engine_mul"])[1]
+    assert (mul.score, mul.status) == (0, "FAIL")
 
 
 def test_a_loop_and_a_sys_exit_fail_only_their_exercise(solved, tmp_path):
@@ -189,7 +196,7 @@ def test_a_loop_and_a_sys_exit_fail_only_their_exercise(solved, tmp_path):
 
 
 def test_one_exercise_done_among_stubs_still_scores(tmp_path):
-    # the every-input case needs dx and dW too: while they are stubs it waits (SKIP)
+    # the every-input case needs dx and dW too: the grader's own, whatever the copy holds
     copy = tmp_path / "copy"
     write_student_copy(ROOT, copy)
     path = copy / "tinyunits/units/dac.py"
@@ -201,8 +208,8 @@ def test_one_exercise_done_among_stubs_still_scores(tmp_path):
     path.write_text("".join(lines))
     dW, dB = grade(copy, ["dac_dW", "dac_dB"])[1]
     assert dW.status == "not implemented" and dB.score == dB.max_score, dB.output
-    assert "SKIP  relu, x (5, 4), W (3, 4), every input requiring a gradient: not graded yet" \
-        in dB.output
+    assert "relu, x (5, 4), W (3, 4), every input requiring a gradient: dx, dW, dB ok" \
+        in dB.output and "SKIP" not in dB.output
 
 
 # --------------------------------------------------------------------------- feedback

@@ -1,14 +1,34 @@
-"""Grade a tree: one child process per exercise runs the code; this process judges it.
+"""Grade a copy: each exercise alone, on a tree of its own, in child processes;
+this process judges.
 
-For each exercise this process builds the cases (cases.py, on the grader's own
-tinyunits: the graded code is never imported here), draws the cotangents, and
-writes them to a job folder. A child (runner.py, rooted at the graded tree) runs
-the graded Functions on them and writes back arrays; a child that runs past its
-time limit is stopped, and one that crashes or exits fails its exercise only.
-Verdicts come from grading.verdicts on those arrays, against this library's own
-forward, so nothing a submission prints or exits with can raise its score.
+The code graded for exercise k is the grader's own library (SOURCE_ROOT's
+tinyunits/, written once per grade run by source.write_library: a student copy's
+files, the grader's solutions in, derivations out) with only the copy's region k
+(`# BEGIN SOLUTION k` ... `# END SOLUTION k`) spliced in place of the grader's
+(source.splice). Nothing else of the copy is read: a mistake, a syntax error or a
+loop in one region costs that exercise only, and code written outside a region
+(a changed forward, a helper, an import at the top of the file) is ignored. A
+region that is missing or whose markers are broken fails its exercise with one
+line; a region that still holds its stub is not attempted, and runs nothing.
 
-The child is told no more than it needs: the graded tree, its job folder, and an
+For each exercise this process builds the cases once per run (cases.py, on the
+grader's own tinyunits: the graded code is never imported here), draws the
+cotangents, and writes them to a job folder per child. A child (runner.py, rooted
+at the exercise's tree) runs the graded Functions on them and writes back arrays;
+a child that runs past its time limit is stopped, and one that crashes or exits
+fails its exercise only. Verdicts come from grading.verdicts on those arrays,
+against this library's own forward, so nothing a submission prints or exits with
+can raise its score. An every-input case needs the Function's other gradients, the
+grader's own regions: where one of those is a stub (a student grading their own
+copy), this process does not send the case and says which exercise to solve first.
+
+The visible and the hidden cases of an exercise run in two children, and every
+visible child of a run (in grade_all: of every copy) ends before any hidden child
+starts, so no graded code that has seen a hidden case's inputs runs again where
+its output is shown. A hidden child's text is never shown; it runs only when the
+visible child came back with results.
+
+The child is told no more than it needs: its tree, its job folder, and an
 environment of its own (no variable of this process, so not the hidden folder's).
 What it writes to its standard output and error goes through a pipe of which this
 process keeps the last lines, for feedback only; the results are files that
@@ -16,6 +36,8 @@ this process reads as data (JSON of strict shape, arrays without pickle, sizes
 bounded), and whatever text of the child it shows is escaped (grading.printable).
 When a child ends, or is stopped, its whole process group is stopped with it.
 
+Each Result says why the exercise has its points (Result.outcome, one of
+teacher.STATUSES), from what this process knows, never from the child's words.
 An exercise scores its points only if every case passes, hidden ones included,
 so the total never claims full marks while a hidden case fails.
 """
@@ -23,12 +45,14 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
+import io
 import json
 import os
 import pathlib
 import shutil
 import sys
-import tempfile
+import threading
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,33 +64,55 @@ from ..tensor import get_default_dtype, set_default_dtype
 from . import cases, grading, teacher
 from .exercises import BY_NAME, EXERCISES, current_name
 from .runner import LIMIT
-from .sandbox import run_child
-from .source import HIDDEN_DIR
+from .sandbox import workspace
+from .source import (HIDDEN_DIR, is_stub, region_of, siblings, splice, stub_message,
+                     write_library)
 
 HERE = pathlib.Path(__file__).resolve().parent
 SOURCE_ROOT = HERE.parent.parent  # the checkout this grader lives in
-TIMEOUT = 60   # seconds per exercise
+TIMEOUT = 60   # seconds per child (an exercise has one, and one more for its hidden cases)
 SHOWN = 6      # lines of a failing case's printed output shown in the feedback
 np = backend.host_module()
 
 
 @dataclass
 class Result:
+    """One exercise of one copy. status: the verdict the table shows ("pass", "not
+    implemented" or "FAIL"); outcome: why it has its points (teacher.STATUSES)."""
     name: str
     score: int
     max_score: int
     output: str
-    status: str = "FAIL"  # "pass", "not implemented" or "FAIL"
+    status: str = "FAIL"
+    outcome: str = teacher.GRADED
+
+
+# The children of an exercise, in the order their lines are shown: its visible cases
+# on the library with every other region a stub (what it printed is shown); its visible
+# every-input cases, which need the other gradients of the Function, on the library
+# with the grader's other solutions in (a region there could read them: nothing it
+# says is shown but the verdicts); its hidden cases, on that library too, after every
+# visible child of the run.
+ALONE, OTHERS, HIDDEN = "alone", "others", "hidden"
+KINDS = (ALONE, OTHERS, HIDDEN)
 
 
 @dataclass
 class Plan:
-    """One exercise's cases as sent to its child: (case, hidden, y, g) each, and lines
-    for what could not even be sent (a hidden file that does not load)."""
+    """The cases one child of an exercise runs (KINDS), built once per grade run:
+    (case, grading.Expected) each, the job files they are sent as, and lines for what
+    is not sent (a case that could not be built, an every-input case that waits for
+    another exercise)."""
     name: str
-    job: pathlib.Path
+    kind: str
     cases: list = field(default_factory=list)
     lines: list = field(default_factory=list)
+    job: dict = field(default_factory=dict)
+
+    @property
+    def quiet(self) -> bool:
+        """Is nothing the child says shown (only the verdicts)?"""
+        return self.kind != ALONE
 
 
 def default_hidden():
@@ -120,50 +166,58 @@ def _encode(value, key, arrays):
     raise TypeError(f"grade: cannot send a {type(value).__name__} to the graded tree")
 
 
-def _job_case(case, k, g, arrays):
+def _job_case(case, k, expected, arrays):
     with fast.disabled():  # the reference: the class that holds the exercise's region
         fn = case.make()
     cls = type(fn)
     if not cls.__module__.startswith("tinyunits."):
         raise TypeError(f"grade: {cls.__qualname__} is not a Function of tinyunits")
     arrays.update({f"c{k}.in{i}": x for i, x in enumerate(case.inputs)})
-    arrays[f"c{k}.g"] = g
+    arrays[f"c{k}.g"], arrays[f"c{k}.g2"] = expected.g, expected.g2
     state = {name: _encode(v, f"c{k}.state.{name}", arrays) for name, v in vars(fn).items()}
     return {"function": {"module": cls.__module__, "qualname": cls.__qualname__,
                          "state": state},
             "n_inputs": len(case.inputs), "probes": case.probes()}
 
 
-def _plan(name, hidden, work) -> Plan:
-    """Build the exercise's cases and write its child's job folder."""
-    plan, spec, arrays = Plan(name, work / name), [], {}
-    rng = np.random.default_rng(1)
+def _all_graded(case):
+    """An every-input case with every gradient judged against the right one: sent to a
+    tree where the other gradients are the grader's own, a wrong one is the exercise's
+    doing (its own gradient computed beside the others, or a value its lines changed
+    that the others read), which the every-input case itself, comparing the others
+    only, does not say of its own gradient."""
+    return dataclasses.replace(case, every_input=False, alone=False,
+                               graded={i: case.name(i) for i in range(len(case.inputs))})
 
-    def add(case, is_hidden):
-        y = np.asarray(backend.to_host(case.make().forward(*case.inputs)), dtype="float64")
-        g = rng.normal(size=y.shape)
-        spec.append(_job_case(case, len(spec), g, arrays))
-        plan.cases.append((case, is_hidden, y, g))
 
+def _plan(name, kind, build, waiting) -> Plan:
+    """One child's cases of exercise `name`: those of build() that are its kind's;
+    waiting: the exercises whose regions the every-input cases need and which are
+    stubs in this library (those cases are not sent: SKIP, and which to solve first)."""
+    plan, spec, arrays = Plan(name, kind), [], {}
+    rng = np.random.default_rng(KINDS.index(kind) + 1)
     try:
-        for case in cases.cases_of(name):
-            add(case, False)
-    except Exception as err:  # noqa: BLE001 - the grader's own bug: say so, fail the exercise
-        plan.lines.append((grading.FAIL, f"the cases could not be built: "
-                                        f"{type(err).__name__}: {err}", ""))
-    # never show a hidden case's code or values: only the type of what went wrong
-    plan.lines += [(grading.FAIL, f"hidden case: could not be built ({kind})", "")
-                   for kind in hidden.errors]
-    try:
-        for case in hidden.cases.get(name, []):
-            add(case, True)
-    except Exception as err:  # noqa: BLE001
-        plan.lines.append((grading.FAIL, f"hidden case: could not be built "
-                                        f"({type(err).__name__})", ""))
-    plan.job.mkdir(parents=True)
-    (plan.job / "job.json").write_text(json.dumps({"cases": spec}))
-    with open(plan.job / "job.npz", "wb") as f:
-        np.savez(f, **arrays)
+        for case in build():
+            if kind != HIDDEN and case.every_input != (kind == OTHERS):
+                continue
+            if case.every_input and waiting:
+                label = "hidden case" if kind == HIDDEN else case.label
+                plan.lines.append((grading.SKIP, f"{label}: not graded yet: solve "
+                                                 f"{' and '.join(waiting)} first (this case "
+                                                 "needs every gradient of the Function)", ""))
+                continue
+            for sent in [case, _all_graded(case)] if case.every_input else [case]:
+                expected = grading.expect(sent, rng)
+                spec.append(_job_case(sent, len(spec), expected, arrays))
+                plan.cases.append((sent, expected))
+    except Exception as err:  # noqa: BLE001 - the grader's (or the teacher's) bug: fail, go on
+        # never show a hidden case's code or values: only the type of what went wrong
+        plan.lines.append((grading.FAIL, f"hidden case: could not be built ({type(err).__name__})"
+                           if kind == HIDDEN else f"the cases could not be built: "
+                                                  f"{type(err).__name__}: {err}", ""))
+    npz = io.BytesIO()
+    np.savez(npz, **arrays)
+    plan.job = {"job.json": json.dumps({"cases": spec}).encode(), "job.npz": npz.getvalue()}
     return plan
 
 
@@ -212,34 +266,42 @@ def _probes(info, arrays, k, count):
                              if key.startswith(f"c{k}.p{j}.")}) for j, p in enumerate(cases[k])]
 
 
-def _lines(plan, outcome, timeout):
-    """[(status, line, printed)] for one exercise from its child's outcome."""
-    state, code, output = outcome
+def _lines(plan, job, run, timeout) -> tuple:
+    """([(status, line, printed)], outcome, came back) for one child of an exercise,
+    from how it ended (Workspace.run's answer) and what it wrote in its job folder."""
+    state, code, output = run
     if state == "timeout":
-        return plan.lines + [(grading.FAIL, f"timed out after {timeout:g} s (an endless loop?); "
-                                           "the exercise's other cases were not run", "")]
+        return [(grading.FAIL, f"timed out after {timeout:g} s (an endless loop?); the "
+                               f"exercise's other {'hidden ' if plan.kind == HIDDEN else ''}"
+                               "cases were not run", "")], teacher.TIME_OUT, False
     if state == "stopped":
-        hidden = any(is_hidden for _, is_hidden, _, _ in plan.cases)
-        return plan.lines + [(grading.FAIL, f"the graded code stopped the run (exit code {code}) "
-                                           "before any result came back",
-                              "" if hidden else grading.printable(output, newlines=True))]
-    info, arrays = _read(plan.job)
-    if info is None or (isinstance(info, dict) and "error" in info):
-        why = arrays if info is None else grading.printable(info["error"])
-        return plan.lines + [(grading.FAIL, f"no result came back: {why}", "")]
-    lines = list(plan.lines)
-    for k, (case, hidden, y, g) in enumerate(plan.cases):
+        return [(grading.FAIL, f"the graded code stopped the run (exit code {code}) before any "
+                               "result came back",
+                 "" if plan.quiet else grading.printable(output, newlines=True))], \
+            teacher.GRADED, False
+    info, arrays = _read(job)
+    if info is None:
+        return [(grading.FAIL, f"no result came back: {arrays}", "")], teacher.GRADED, False
+    if isinstance(info, dict) and "error" in info:  # the runner's own: the tree did not import
+        why = "(its error is not shown here)" if plan.quiet else grading.printable(info["error"])
+        return [(grading.FAIL, f"no result came back: {why}", "")], teacher.IMPORT_ERROR, False
+    lines = []
+    for k, (case, expected) in enumerate(plan.cases):
+        label = "hidden case" if plan.kind == HIDDEN else case.label
         probes = _probes(info, arrays, k, len(case.probes()))
         if probes is None:
-            lines.append((grading.FAIL, f"{'hidden case' if hidden else case.label}: "
-                                       "no result came back", ""))
+            lines.append((grading.FAIL, f"{label}: no result came back", ""))
             continue
         try:
-            lines += grading.verdicts(case, probes, y, g, hidden)
+            said = grading.verdicts(case, probes, expected, plan.quiet)
         except Exception as err:  # noqa: BLE001 - the grader's own bug: fail the case, go on
-            lines.append((grading.FAIL, f"{'hidden case' if hidden else case.label}: the grader "
-                                       f"could not judge it ({type(err).__name__})", ""))
-    return lines
+            said = [(grading.FAIL, f"{label}: the grader could not judge it "
+                                   f"({type(err).__name__})", "")]
+        if plan.kind == OTHERS:  # quiet: the verdicts' words for a hidden case, its own label
+            said = [(status, label + line.removeprefix("hidden case"), printed)
+                    for status, line, printed in said]
+        lines += said
+    return lines, teacher.GRADED, True
 
 
 def _shown(printed: str) -> list:
@@ -248,7 +310,7 @@ def _shown(printed: str) -> list:
         if lines else []
 
 
-def _result(name, lines) -> Result:
+def _result(name, lines, outcome) -> Result:
     ex = BY_NAME[name]
     graded = [line for line in lines if line[0] != grading.SKIP]
     passed = bool(graded) and all(status == grading.PASS for status, _, _ in graded)
@@ -263,7 +325,8 @@ def _result(name, lines) -> Result:
     if not passed:
         text.append(f"Equation: {ex.reference}. Hint: {ex.hint}")
     status = "pass" if passed else "not implemented" if todo else "FAIL"
-    return Result(name, ex.points if passed else 0, ex.points, "\n".join(text), status)
+    return Result(name, ex.points if passed else 0, ex.points, "\n".join(text), status,
+                  teacher.NOT_ATTEMPTED if todo else outcome)
 
 
 def _workers() -> int:
@@ -271,33 +334,158 @@ def _workers() -> int:
     return max(1, min(4, fast.available_cores()))
 
 
-def grade(directory=None, only=None, hidden=None, timeout=TIMEOUT, workers=None):
-    """(graded tinyunits path, [Result]) for the tree at directory (default: this checkout).
+def _link(src, dst):
+    """A file of the grader's library into a tree: a hard link where the file system
+    allows it (a tree differs from the library in one file), else a copy. Either way
+    the child cannot change it where it runs as another user (Workspace.run)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
-    hidden: a folder of hidden cases (default: default_hidden()) or what load_hidden
-    made of one; timeout: seconds per exercise; workers: children at a time (default:
-    the cores, <= 4). The cases are drawn from fixed seeds: tinyunits' generators are
-    reseeded.
-    """
-    validate.number("grade", "timeout", timeout, low=0, low_open=True)
-    root = pathlib.Path(directory or SOURCE_ROOT).resolve()
+
+@dataclass
+class _Exercise:
+    """One exercise of one copy on its way: the copy's region (None: nothing to run),
+    each kind's lines so far, its outcome so far, and whether its children so far
+    came back with results (else no hidden child runs)."""
+    name: str
+    region: object = None
+    lines: dict = field(default_factory=dict)
+    outcome: str = teacher.GRADED
+    came_back: bool = True
+
+
+class _Run:
+    """One grade run, in its Workspace: the grader's own library written once, twice
+    (its solutions in, and every region stubbed), each exercise's plans built once,
+    and the children of every copy it grades. visible(copy) runs a copy's visible
+    children; finish(what visible gave) its hidden ones, and gives its Results. A
+    child's tree is made just before it starts and removed when it ends: where the
+    child runs as another user, one child at a time, no tree but its own is there to
+    read (another exercise's tree holds this one's solution)."""
+
+    def __init__(self, ws, names, hidden, timeout, workers):
+        self.ws, self.names, self.timeout = ws, names, timeout
+        self.workers = 1 if ws.user is not None else workers or _workers()
+        library = ws.folder / "library"
+        library.mkdir(mode=0o700)  # the grader's alone: its solutions are in
+        self.bases = {OTHERS: library / OTHERS, ALONE: library / ALONE}
+        regions = write_library(SOURCE_ROOT, self.bases[OTHERS])
+        write_library(SOURCE_ROOT, self.bases[ALONE], stubs=True)
+        self.regions = {r.name: r for r in regions}
+        stubs = {r.name for r in regions if is_stub(r)}
+        needs = siblings(SOURCE_ROOT, regions)
+        self.plans = {}
+        for name in names:
+            waiting = [n for n in needs[name] if n in stubs]
+            self.plans[name] = {kind: _plan(name, kind, lambda name=name, kind=kind: (
+                hidden.cases.get(name, []) if kind == HIDDEN else cases.cases_of(name)),
+                waiting) for kind in KINDS}
+            # never show a hidden case's code or values: only the type of what went wrong
+            self.plans[name][HIDDEN].lines[:0] = [
+                (grading.FAIL, f"hidden case: could not be built ({kind})", "")
+                for kind in hidden.errors]
+        self._count, self._lock = 0, threading.Lock()
+
+    def _prepare(self, root, name) -> _Exercise:
+        """Exercise `name` of the copy at root: its region, or why there is none."""
+        rel = self.regions[name].path
+        try:
+            mine = region_of((root / rel).read_text(encoding="utf-8"), name, rel)
+        except FileNotFoundError:
+            why = f"{rel} is not in your copy: exercise {name} is written there"
+        except (OSError, UnicodeError) as err:
+            why = f"{rel} could not be read ({type(err).__name__})"
+        except ValueError as err:
+            why = f"{err}; a fresh student copy shows the two marker lines to write between"
+        else:
+            if is_stub(mine):
+                return _Exercise(name, None, {ALONE: [(grading.TODO, f"{name}: not implemented "
+                                                                     f"({stub_message(name)})",
+                                                       "")]})
+            return _Exercise(name, mine)
+        return _Exercise(name, None, {ALONE: [(grading.FAIL, why, "")]}, teacher.NO_REGION)
+
+    def _child(self, exercise, plan) -> tuple:
+        """Run one child on a tree of its own: the library of its kind with the copy's
+        region spliced in. Its (lines, outcome, came back)."""
+        with self._lock:
+            self._count += 1
+            tree, job = (self.ws.folder / folder / str(self._count) for folder in ("trees", "jobs"))
+        try:
+            shutil.copytree(self.bases[ALONE if plan.kind == ALONE else OTHERS], tree,
+                            copy_function=_link)
+            path = tree / self.regions[plan.name].path
+            text = splice(path.read_text(), self.regions[plan.name].path, exercise.region)
+            path.unlink()  # a file of its own: the library's is linked into every tree
+            path.write_text(text)
+            job.mkdir(parents=True, mode=0o700)
+            for name, data in plan.job.items():
+                (job / name).write_bytes(data)
+            return _lines(plan, job, self.ws.run(tree, job, self.timeout), self.timeout)
+        finally:
+            shutil.rmtree(tree, ignore_errors=True)
+            shutil.rmtree(job, ignore_errors=True)
+
+    def _children(self, exercises, kinds):
+        """The children of those kinds, a few at a time; each exercise gets their lines."""
+        runs = [(e, self.plans[e.name][kind]) for e in exercises for kind in kinds]
+        with ThreadPoolExecutor(self.workers) as pool:
+            done = [pool.submit(self._child, e, plan) if plan.cases else None
+                    for e, plan in runs]
+            for (e, plan), future in zip(runs, done):
+                lines, outcome, came_back = future.result() if future else ([], None, True)
+                e.lines[plan.kind] = plan.lines + lines
+                e.came_back &= came_back
+                if outcome not in (None, teacher.GRADED):
+                    e.outcome = outcome
+
+    def visible(self, root) -> list:
+        """Run the visible cases of the copy at root; ValueError if it is no copy."""
+        root = pathlib.Path(root).resolve()
+        if not (root / "tinyunits").is_dir():
+            raise ValueError(f"grade: {root} holds no tinyunits/ folder to grade")
+        exercises = [self._prepare(root, name) for name in self.names]
+        self._children([e for e in exercises if e.region], (ALONE, OTHERS))
+        return exercises
+
+    def finish(self, exercises) -> list:
+        """Run the hidden cases of what visible() gave, and give the Results."""
+        self._children([e for e in exercises if e.region and e.came_back], (HIDDEN,))
+        return [_result(e.name, [line for kind in KINDS for line in e.lines.get(kind, [])],
+                        e.outcome) for e in exercises]
+
+
+def _names(only) -> list:
     names = [current_name(n) for n in only] if only else [e.name for e in EXERCISES]
     unknown = [n for n in names if n not in BY_NAME]
     if unknown:
         raise ValueError(f"grade: unknown exercise(s) {unknown}; known: {list(BY_NAME)}")
-    if not (root / "tinyunits").is_dir():
-        raise ValueError(f"grade: {root} holds no tinyunits/ folder to grade")
+    return names
+
+
+@contextlib.contextmanager
+def _run(names, hidden, timeout, workers=None):
+    """A _Run in a fresh Workspace, on the grader's own arithmetic (_numpy_float64)."""
+    validate.number("grade", "timeout", timeout, low=0, low_open=True)
     if not isinstance(hidden, Hidden):
         hidden = load_hidden(hidden or default_hidden())
-    with tempfile.TemporaryDirectory(prefix="tinyunits-grade-") as work, _numpy_float64():
-        work = pathlib.Path(work)
-        # the child runs a copy: its argv names no file of the grader's checkout
-        runner = pathlib.Path(shutil.copy(HERE / "runner.py", work / "runner.py"))
-        plans = [_plan(name, hidden, work / "jobs") for name in names]
-        with ThreadPoolExecutor(workers or _workers()) as pool:
-            runs = [pool.submit(run_child, runner, root, plan.job, timeout) for plan in plans]
-            results = [_result(plan.name, _lines(plan, run.result(), timeout))
-                       for plan, run in zip(plans, runs)]
+    with workspace() as ws, _numpy_float64():
+        yield _Run(ws, names, hidden, timeout, workers)
+
+
+def grade(directory=None, only=None, hidden=None, timeout=TIMEOUT, workers=None):
+    """(graded tinyunits path, [Result]) for the copy at directory (default: this checkout).
+
+    hidden: a folder of hidden cases (default: default_hidden()) or what load_hidden
+    made of one; timeout: seconds per child; workers: children at a time (default:
+    the cores, <= 4; one where the graded code runs as another user). The cases are drawn from fixed seeds: tinyunits' generators are
+    reseeded.
+    """
+    root = pathlib.Path(directory or SOURCE_ROOT).resolve()
+    with _run(_names(only), hidden, timeout, workers) as run:
+        results = run.finish(run.visible(root))
     return str(root / "tinyunits"), results
 
 
@@ -313,10 +501,6 @@ def _numpy_float64():
     finally:
         backend.set_backend(was[0])
         set_default_dtype(was[1])
-
-
-def status(result: Result) -> str:
-    return result.status
 
 
 def table(graded, results) -> str:
@@ -341,28 +525,37 @@ def grade_all(submissions, out, hidden=None, only=None, timeout=TIMEOUT, feedbac
     """One CSV row per folder of `submissions`: student, total, max, each exercise's
     points, then each exercise's status (teacher.py). feedback: a folder that gets one
     file per student, the text `grade` prints for their copy. progress: a bar on
-    standard error. A file among the folders is named on standard error and skipped."""
+    standard error. A file among the folders is named on standard error and skipped.
+    Every student's visible cases run before any student's hidden ones."""
     folders, files = teacher.submission_folders(submissions)
     for path in files:
         print(f"grade-all: {path} is a file, not a student's folder: skipped", file=sys.stderr)
-    names = [current_name(n) for n in only] if only else [e.name for e in EXERCISES]
-    hidden = load_hidden(hidden or default_hidden())  # once: every student, the same cases
+    names = _names(only)
     summary = teacher.Summary(names, skipped=[p.name for p in files])
     writer = csv.writer(out)
     writer.writerow(["student", "total", "max"] + names + [f"{n} status" for n in names])
-    for folder in tqdm(folders, desc="grade-all", unit="student", file=sys.stderr,
-                       disable=not progress):
-        try:
-            graded, results = grade(folder, names, hidden, timeout)
-            statuses = [teacher.status(r) for r in results]
-        except ValueError as err:  # a folder that is no copy: its row says so
-            graded, results = str(folder), [Result(n, 0, BY_NAME[n].points, str(err))
-                                            for n in names]
-            statuses = [teacher.NOT_A_COPY] * len(names)
-        writer.writerow([folder.name, sum(r.score for r in results),
-                         sum(r.max_score for r in results)] + [r.score for r in results]
-                        + statuses)
-        if feedback is not None:
-            teacher.write_feedback(pathlib.Path(feedback), folder.name, table(graded, results))
-        summary.add(results, statuses)
+    # once: every student, the same cases; every student's visible cases first
+    with _run(names, hidden, timeout) as run:
+        started = []
+        for folder in tqdm(folders, desc="grade-all, visible cases", unit="student",
+                           file=sys.stderr, disable=not progress):
+            try:
+                started.append(run.visible(folder))
+            except ValueError as err:  # a folder that is no copy: its row says so
+                started.append(err)
+        for folder, visible in tqdm(list(zip(folders, started)), desc="grade-all",
+                                    unit="student", file=sys.stderr, disable=not progress):
+            if isinstance(visible, ValueError):
+                results = [Result(n, 0, BY_NAME[n].points, str(visible), "FAIL",
+                                  teacher.NOT_A_COPY) for n in names]
+            else:
+                results = run.finish(visible)
+            statuses = [r.outcome for r in results]
+            writer.writerow([folder.name, sum(r.score for r in results),
+                             sum(r.max_score for r in results)] + [r.score for r in results]
+                            + statuses)
+            if feedback is not None:
+                teacher.write_feedback(pathlib.Path(feedback), folder.name,
+                                       table(str(folder.resolve() / "tinyunits"), results))
+            summary.add(results, statuses)
     return summary

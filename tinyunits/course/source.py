@@ -96,9 +96,13 @@ def derivations_in(text: str, path: str = "<text>") -> list:
     return found
 
 
+def stub_message(name: str) -> str:
+    """What a stub raises: the exercise, its equation and its lesson."""
+    return f"{name}: not implemented yet. Write it from {BY_NAME[name].reference}."
+
+
 def stub_line(name: str, indent: str) -> str:
-    message = f"{name}: not implemented yet. Write it from {BY_NAME[name].reference}."
-    return f"{indent}raise NotImplementedError({message!r})"
+    return f"{indent}raise NotImplementedError({stub_message(name)!r})"
 
 
 def derivation_note(names: str, indent: str) -> str:
@@ -108,19 +112,54 @@ def derivation_note(names: str, indent: str) -> str:
     return f"{indent}(exercise {', '.join(names)}: yours to work out; see {', '.join(where)})"
 
 
+def region_of(text: str, name: str, path: str = "<text>") -> Region:
+    """The region `name` of a file a student wrote, read on its own, so that broken
+    markers of another region do not hide it. ValueError, saying what is wrong, when
+    its two marker lines are not there once each, in order, with no marker between."""
+    lines = text.splitlines()
+    begins = [k for k, line in enumerate(lines) if (m := BEGIN.match(line)) and m[2] == name]
+    ends = [k for k, line in enumerate(lines) if (m := END.match(line)) and m[2] == name]
+    if not begins and not ends:
+        raise ValueError(f"{path}: the region {name} is gone (no line `# BEGIN SOLUTION "
+                         f"{name}`, no line `# END SOLUTION {name}`)")
+    if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
+        raise ValueError(f"{path}: the region {name} must be marked by one line `# BEGIN "
+                         f"SOLUTION {name}` and, below it, one line `# END SOLUTION {name}`; "
+                         f"found BEGIN on line(s) {[k + 1 for k in begins]}, END on line(s) "
+                         f"{[k + 1 for k in ends]}")
+    begin, end = begins[0], ends[0]
+    inner = [k for k in range(begin + 1, end) if BEGIN.match(lines[k]) or END.match(lines[k])]
+    if inner:
+        raise ValueError(f"{path}:{inner[0] + 1}: a marker line inside the region {name} "
+                         f"(lines {begin + 1} to {end + 1})")
+    return Region(name, path, begin, end, BEGIN.match(lines[begin])[1], lines[begin + 1:end])
+
+
+def splice(text: str, path: str, region: Region) -> str:
+    """text (a file that holds the region region.name) with that region's lines
+    replaced by region's own, moved to text's indent if the markers moved."""
+    mine = region_of(text, region.name, path)
+    moved = [mine.indent + line[len(region.indent):] if line.startswith(region.indent) else line
+             for line in region.lines]
+    lines = text.splitlines(keepends=True)
+    lines[mine.begin + 1:mine.end] = [line + "\n" for line in moved]
+    return "".join(lines)
+
+
 def is_stub(region: Region) -> bool:
     return [line.strip() for line in region.lines] == [stub_line(region.name, "").strip()]
 
 
-def strip(text: str, path: str = "<text>", stubbed=None) -> str:
+def strip(text: str, path: str = "<text>", stubbed=None, regions=True) -> str:
     """The student version of one file: each region's lines become the stub, and
     each derivation, markers included, becomes its note. stubbed: the exercises to
-    stub (default: all); a derivation stays only if none of its exercises is stubbed."""
+    stub (default: all); a derivation stays only if none of its exercises is stubbed.
+    regions=False: the derivations only (the grader's own library, as it grades)."""
     def cut(names):
         return stubbed is None or bool(set(names.split()) & set(stubbed))
     lines = text.splitlines(keepends=True)
     cuts = [(r.begin + 1, r.end, stub_line(r.name, r.indent)) for r in regions_in(text, path)
-            if cut(r.name)]
+            if regions and cut(r.name)]
     cuts += [(r.begin, r.end + 1, derivation_note(r.name, r.indent))
              for r in derivations_in(text, path) if cut(r.name)]
     for start, stop, replacement in sorted(cuts, reverse=True):
@@ -192,10 +231,13 @@ def drop_in_files(root: pathlib.Path, files) -> set:
     return {rel for rel in files for stem in stems if rel == stem + ".py" or rel.startswith(stem + "_")}
 
 
-def project_files(root: pathlib.Path) -> list:
-    """Relative paths to copy: git's tracked files in a git checkout, else a walk;
-    without the teacher's (TEACHER_ONLY, drop_in_files)."""
+def project_files(root: pathlib.Path, under: str = "", tracked: bool = True) -> list:
+    """Relative paths to copy: git's tracked files in a git checkout (tracked=False, or
+    elsewhere: a walk, what is on disk); without the teacher's (TEACHER_ONLY,
+    drop_in_files). under: only the paths that start with it (e.g. "tinyunits/")."""
     try:
+        if not tracked:
+            raise OSError("a walk")
         listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], check=True,
                                 capture_output=True, text=True).stdout.split("\0")
         paths = [p for p in listed if p and (root / p).is_file()]
@@ -205,7 +247,7 @@ def project_files(root: pathlib.Path) -> list:
             dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info"))
             rel = pathlib.Path(folder).relative_to(root)
             paths += [(rel / f).as_posix() for f in sorted(files) if not f.endswith(".pyc")]
-    paths = [p for p in paths if not teacher_only(p)
+    paths = [p for p in paths if p.startswith(under) and not teacher_only(p)
              and not set(pathlib.PurePosixPath(p).parts[:-1]) & SKIP_DIRS]
     answers = drop_in_files(root, paths)
     return [p for p in paths if p not in answers]
@@ -225,6 +267,44 @@ def all_regions(root: pathlib.Path, files=None) -> list:
         raise ValueError(f"solution markers under {root}: unknown {unknown}, marked twice "
                          f"{twice}, not marked {missing}")
     return found
+
+
+def siblings(root: pathlib.Path, regions) -> dict:
+    """{exercise: the other exercises whose regions lie in the same class}: the other
+    gradients of one Function's backward, which its every-input cases need."""
+    by_file = {}
+    for region in regions:
+        by_file.setdefault(region.path, []).append(region)
+    found = {}
+    for rel, here in by_file.items():
+        classes = [node for node in ast.walk(ast.parse((root / rel).read_text(), rel))
+                   if isinstance(node, ast.ClassDef)]
+
+        def home(region):  # the innermost class around the region, or None
+            around = [c for c in classes if c.lineno <= region.begin + 1 <= c.end_lineno]
+            return max(around, key=lambda c: c.lineno, default=None)
+        for region in here:
+            found[region.name] = sorted(other.name for other in here if other is not region
+                                        and home(region) is not None
+                                        and home(other) is home(region))
+    return found
+
+
+def write_library(root, dest, stubs=False) -> list:
+    """The grader's own library (root's tinyunits/) as a graded tree starts from it
+    (grade.py): the files a student copy has (no drop-in of an exercise's Function, no
+    teacher-only file), every derivation replaced by its note, and every solution in
+    (stubs=True: every region stubbed, as in a student copy); return its regions."""
+    root, dest = pathlib.Path(root).resolve(), pathlib.Path(dest)
+    files = project_files(root, under="tinyunits/", tracked=False)  # what the grader runs
+    for rel in files:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if rel.endswith(".py"):
+            target.write_text(strip((root / rel).read_text(), rel, regions=stubs))
+        else:
+            shutil.copy2(root / rel, target)
+    return all_regions(root, files)
 
 
 def all_derivations(root: pathlib.Path, files=None) -> list:

@@ -1,12 +1,16 @@
 """The teacher's side of grade-all: which folders are submissions, what became of each
 exercise (its status), the feedback files, and the per-exercise summary and plot.
 
-A status says why an exercise has the points it has, which the score alone does not:
+A status says why an exercise has the points it has, which the score alone does not.
+The grader sets it (grade.Result.outcome) from what it knows itself, never from what
+the graded code printed:
 
     graded          the student's code ran and was judged (pass or fail)
-    not attempted   its stub is still there (the NotImplementedError of the copy)
-    import error    `import tinyunits` failed in the copy (a syntax error, say): no
-                    case could run, whatever the exercise's own code
+    not attempted   its region still holds the stub (or raises NotImplementedError)
+    no region       its file or its region's marker lines are missing or broken: nothing
+                    of it could be read
+    import error    the library with this region in does not import (a syntax error in
+                    the region, say): no case could run
     time-out        it ran past its time limit
     not a copy      the folder holds no tinyunits/ to grade
 """
@@ -17,12 +21,9 @@ from dataclasses import dataclass, field
 
 from .exercises import BY_NAME
 
-GRADED, NOT_ATTEMPTED, IMPORT_ERROR, TIME_OUT, NOT_A_COPY = (
-    "graded", "not attempted", "import error", "time-out", "not a copy")
-STATUSES = (GRADED, NOT_ATTEMPTED, IMPORT_ERROR, TIME_OUT, NOT_A_COPY)
-# the grader's own words (grade._lines) for a child that could not import or ran too long
-IMPORT_FAILED = ("FAIL  no result came back: import tinyunits ",)
-TIMED_OUT = ("FAIL  timed out after ",)
+GRADED, NOT_ATTEMPTED, NO_REGION, IMPORT_ERROR, TIME_OUT, NOT_A_COPY = (
+    "graded", "not attempted", "no region", "import error", "time-out", "not a copy")
+STATUSES = (GRADED, NOT_ATTEMPTED, NO_REGION, IMPORT_ERROR, TIME_OUT, NOT_A_COPY)
 
 
 def submission_folders(submissions) -> tuple:
@@ -44,16 +45,6 @@ def submission_folders(submissions) -> tuple:
         raise ValueError(f"grade-all: {path} holds no submission folder ({len(entries)} "
                          "files, no folder); each student's copy is one folder in it")
     return folders, [p for p in entries if not p.is_dir()]
-
-
-def status(result) -> str:
-    """The status of one graded exercise (a grade.Result), from what the grader said."""
-    lines = result.output.splitlines()
-    if any(line.startswith(IMPORT_FAILED) for line in lines):
-        return IMPORT_ERROR
-    if any(line.startswith(TIMED_OUT) for line in lines):
-        return TIME_OUT
-    return NOT_ATTEMPTED if result.status == "not implemented" else GRADED
 
 
 def write_feedback(folder: pathlib.Path, student: str, text: str) -> pathlib.Path:
@@ -106,8 +97,9 @@ class Summary:
         parts.append(("graded, failed", [self.counts.get(k, {}).get(GRADED, 0)
                                          - self.passed.get(k, 0) for k in self.names], "tab:red"))
         parts += [(s, [self.counts.get(k, {}).get(s, 0) for k in self.names], colour)
-                  for s, colour in ((NOT_ATTEMPTED, "tab:gray"), (IMPORT_ERROR, "tab:purple"),
-                                    (TIME_OUT, "tab:orange"), (NOT_A_COPY, "black"))]
+                  for s, colour in ((NOT_ATTEMPTED, "tab:gray"), (NO_REGION, "tab:brown"),
+                                    (IMPORT_ERROR, "tab:purple"), (TIME_OUT, "tab:orange"),
+                                    (NOT_A_COPY, "black"))]
         bottom = [0.0] * len(self.names)
         for label, counts, colour in parts:
             if any(counts):
