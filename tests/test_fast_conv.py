@@ -1,6 +1,6 @@
 """tinyunits.fast.conv: conv2d's drop-in against its reference (tinyunits.ops.conv), on
-every stride, padding, kernel size, layout and dtype; its stride-1 WideColumns against
-Columns, its chunks of the batch against one chunk, on any number of threads."""
+every stride, padding, kernel size, layout and dtype; against the definition; its
+chunks of the batch against one chunk, on any number of threads."""
 import numpy as np
 import pytest
 
@@ -21,15 +21,13 @@ SHAPES = [  # (B, C, H, W, out, k, padding)
 ]
 
 
-def conv_step(plan, x, W, b, g, stride=1, padding=0, layout="batch"):
-    """y, dx, dW, db of the drop-in, its stride-1 columns made by `plan`."""
+def conv_step(x, W, b, g, stride=1, padding=0, layout="batch"):
+    """y, dx, dW, db of the drop-in."""
     if layout == "channel":  # as a conv's or ReLU's output arrives: a (C, B, H, W) array's view
         x = channel_major(x)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(conv, "WideColumns", plan)
-        ts = [tu.tensor(a, requires_grad=True) for a in (x, W, b)]
-        y = ops.conv2d(*ts, stride=stride, padding=padding)
-        y.backward(tu.tensor(g))
+    ts = [tu.tensor(a, requires_grad=True) for a in (x, W, b)]
+    y = ops.conv2d(*ts, stride=stride, padding=padding)
+    y.backward(tu.tensor(g))
     return [backend.to_host(a) for a in (y.data, *(t.grad for t in ts))]
 
 
@@ -90,67 +88,73 @@ def test_the_drop_in_refuses_what_the_reference_refuses():
 
 
 # --------------------------------------------------------------------------- the drop-in's parts
+STRIDED = [  # (B, C, H, W, out, k, padding), stride
+    ((5, 3, 7, 6, 4, 3, 1), 1), ((4, 2, 9, 8, 3, 3, 1), 2), ((3, 2, 10, 7, 2, 3, 2), 3),
+    ((3, 2, 9, 9, 2, 1, 0), 2), ((2, 3, 8, 11, 4, 2, 1), 3), ((2, 2, 5, 6, 3, 3, 0), 1)]
+
+
 @pytest.mark.parametrize("layout", ["batch", "channel"])
-@pytest.mark.parametrize("shape", SHAPES)
-def test_wide_columns_equal_columns(rng, float64, shape, layout):
-    """y and dx sum the same terms in the same order; dW adds zero terms too."""
-    arrays = conv_arrays(rng, shape)
-    want = conv_step(conv.Columns, *arrays, padding=shape[-1], layout=layout)
-    got = conv_step(conv.WideColumns, *arrays, padding=shape[-1], layout=layout)
-    for name, a, b in zip(("y", "dx", "dW", "db"), got, want):
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=name)
+@pytest.mark.parametrize("shape,stride", STRIDED)
+def test_conv_matches_the_definition(rng, float64, shape, stride, layout):
+    """y[b,o,h,w] = sum_{c,p,q} W[o,c,p,q] xpad[b,c,h*s+p,w*s+q] + bias[o], dW and dx
+    likewise, on every stride's phases (a kernel smaller than the stride leaves some
+    phases unread: their dx is 0)."""
+    x, W, b, g = conv_arrays(rng, shape, stride)
+    k, padding = shape[5], shape[6]
+    y, dx, dW, db = conv_step(x, W, b, g, stride, padding, layout)
+    xpad = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    windows = np.lib.stride_tricks.sliding_window_view(xpad, (k, k), axis=(2, 3))
+    windows = windows[:, :, ::stride, ::stride]
+    np.testing.assert_allclose(y, np.einsum("bchwpq,ocpq->bohw", windows, W)
+                               + b[:, None, None], rtol=1e-12)
+    np.testing.assert_allclose(dW, np.einsum("bohw,bchwpq->ocpq", g, windows), rtol=1e-12)
+    np.testing.assert_allclose(db, g.sum(axis=(0, 2, 3)), rtol=1e-12)
+    dxpad = np.zeros_like(xpad)
+    np.add.at(np.lib.stride_tricks.sliding_window_view(dxpad, (k, k), axis=(2, 3),
+                                                       writeable=True)[:, :, ::stride, ::stride],
+              (), np.einsum("bohw,ocpq->bchwpq", g, W))
+    np.testing.assert_allclose(dx, dxpad[:, :, padding:padding + x.shape[2],
+                                         padding:padding + x.shape[3]], rtol=1e-12, atol=1e-12)
 
 
-def test_wide_columns_drop_what_they_read_past_a_row(rng, float64):
-    """A wide column's values past Wo mix two rows; a huge value there must not leak."""
-    x, W, b, g = conv_arrays(rng, (2, 2, 5, 6, 3, 3, 0))
-    x[:, :, :, :2] = 1e300  # read only by the dropped columns' taps q > 0 ... and real ones
-    want = conv_step(conv.Columns, x, W, b, g)
-    got = conv_step(conv.WideColumns, x, W, b, g)
+@pytest.mark.parametrize("stride", [1, 2])
+def test_columns_drop_what_they_read_past_a_row(rng, float64, stride):
+    """A column's values past Wo mix two rows; a huge value there must not leak."""
+    x, W, b, g = conv_arrays(rng, (2, 2, 6, 7, 3, 3, 0), stride)
+    x[:, :, :, :2] = 1e300  # read by the dropped columns' taps q > 0 ... and by real ones
+    with tu.fast.disabled():
+        want = conv_step(x, W, b, g, stride)
+    got = conv_step(x, W, b, g, stride)
     for a, b_ in zip(got, want):
         np.testing.assert_allclose(a, b_, rtol=1e-12)
 
 
 @pytest.mark.parametrize("batch", [1, 5])  # one chunk (its first use of the buffer), several
-@pytest.mark.parametrize("plan", [conv.Columns, conv.WideColumns])
-def test_conv_reads_nothing_a_borrowed_buffer_held(rng, float64, monkeypatch, plan, batch):
+@pytest.mark.parametrize("stride", [1, 2])
+def test_conv_reads_nothing_a_borrowed_buffer_held(rng, float64, monkeypatch, stride, batch):
     """Scratch comes back holding a former user's numbers (NaN here): every entry the conv
-    reads is written first. (WideColumns' last chunk has columns past the input's end:
-    zeroed.)"""
-    arrays = conv_arrays(rng, (batch, 3, 7, 6, 4, 3, 1))
-    want = conv_step(plan, *arrays, padding=1)
+    reads is written first. (The last chunk has columns past the input's end: zeroed.)"""
+    arrays = conv_arrays(rng, (batch, 3, 7, 6, 4, 3, 1), stride)
+    want = conv_step(*arrays, stride, padding=1)
     monkeypatch.setattr(buffers, "borrow",
                         lambda xp, shape, dtype: xp.full(shape, np.nan, dtype=dtype))
-    got = conv_step(plan, *arrays, padding=1)
+    got = conv_step(*arrays, stride, padding=1)
     for name, a, b in zip(("y", "dx", "dW", "db"), got, want):
         np.testing.assert_array_equal(a, b, err_msg=name)
 
 
-@pytest.mark.parametrize("plan", [conv.Columns, conv.WideColumns])
 @pytest.mark.parametrize("stride", [1, 2])
-def test_chunks_of_the_batch_equal_one_chunk(rng, float64, monkeypatch, plan, stride):
-    """Chunks of one sample (the last one short) against the whole batch in one chunk."""
+def test_chunks_of_the_batch_equal_one_chunk(rng, float64, monkeypatch, stride):
+    """Chunks of two samples (the last one short) against the whole batch in one chunk."""
     shape = (7, 3, 9, 8, 4, 3, 1)
     arrays = conv_arrays(rng, shape, stride)
     monkeypatch.setattr(conv, "COLUMN_ELEMENTS", 2 ** 30)
-    whole = conv_step(plan, *arrays, stride=stride, padding=1)
+    whole = conv_step(*arrays, stride=stride, padding=1)
     per_sample = 3 * 9 * conv_output_size(9, 3, stride, 1) * 9
     monkeypatch.setattr(conv, "COLUMN_ELEMENTS", 2 * per_sample)  # 2 samples a chunk: 2+2+2+1
-    chunked = conv_step(plan, *arrays, stride=stride, padding=1)
+    chunked = conv_step(*arrays, stride=stride, padding=1)
     for name, a, b in zip(("y", "dx", "dW", "db"), chunked, whole):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=name)
-
-
-def test_conv_matches_the_definition(rng, float64):
-    """y[b,o,h,w] = sum_{c,p,q} W[o,c,p,q] xpad[b,c,h+p,w+q] + bias[o], dW likewise."""
-    x, W, b, g = conv_arrays(rng, (3, 2, 6, 7, 4, 3, 1))
-    y, dx, dW, db = conv_step(conv.WideColumns, x, W, b, g, padding=1)
-    xpad = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    windows = np.lib.stride_tricks.sliding_window_view(xpad, (3, 3), axis=(2, 3))
-    np.testing.assert_allclose(y, np.einsum("bchwpq,ocpq->bohw", windows, W)
-                               + b[:, None, None], rtol=1e-12)
-    np.testing.assert_allclose(dW, np.einsum("bohw,bchwpq->ocpq", g, windows), rtol=1e-12)
-    np.testing.assert_allclose(db, g.sum(axis=(0, 2, 3)), rtol=1e-12)
 
 
 @pytest.mark.parametrize("stride", [1, 2])
@@ -162,7 +166,7 @@ def test_chunks_on_threads_give_the_same_bits(rng, thread_counts, monkeypatch, s
     results = []
     for n in (1, 2, 3):
         thread_counts(n)
-        results.append(conv_step(conv.WideColumns, *arrays, stride=stride, padding=1))
+        results.append(conv_step(*arrays, stride=stride, padding=1))
     for other in results[1:]:
         for a, b in zip(other, results[0]):
             np.testing.assert_array_equal(a, b)

@@ -148,18 +148,18 @@ def test_device_arrays_are_not_cut_into_per_thread_pieces(monkeypatch, rng):
     runs once over the batch there (conv2d in chunks of DEVICE_COLUMN_ELEMENTS), and
     gives the host's numbers. The device is played by on_host answering no."""
     from tinyunits.fast import conv
-    from tinyunits.fast.conv import DEVICE_COLUMN_ELEMENTS, WideColumns
+    from tinyunits.fast.conv import DEVICE_COLUMN_ELEMENTS, Phases
     threads.set_num_threads(2)
     xpad = np.zeros((400, 32, 28, 28), "float32")  # B2's second conv, batch 400
     per_sample = 32 * 9 * 26 * 28
-    host_chunks = WideColumns(xpad[:128], 3, 1).chunks()
+    host_chunks = Phases(xpad[:128], 3, 1, 0).chunks()
     arrays = [rng.normal(size=s) for s in [(6, 3, 9, 8), (4, 3, 3, 3), (4,), (6, 4, 9, 8)]]
     on_host = _conv_step(*arrays, dtype="float64")
     monkeypatch.setattr(threads, "on_host", lambda x: False)
 
-    assert len(host_chunks) > 1 and WideColumns(xpad[:128], 3, 1).chunks() == [slice(0, 128)]
+    assert len(host_chunks) > 1 and Phases(xpad[:128], 3, 1, 0).chunks() == [slice(0, 128)]
     size = DEVICE_COLUMN_ELEMENTS // per_sample
-    assert WideColumns(xpad, 3, 1).chunks() == [slice(0, size), slice(size, 400)]
+    assert Phases(xpad, 3, 1, 0).chunks() == [slice(0, size), slice(size, 400)]
     assert threads.per_thread(400, 2 ** 30, like=xpad) == [slice(0, 400)]
     calls = []
     threads.split(lambda a: calls.append(a.shape), xpad)

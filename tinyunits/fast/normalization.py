@@ -3,13 +3,13 @@
 The reference (tinyunits/ops/normalization.py) keeps each equation a line of its own
 and adds every statistic up in float64, converting each activation to float64 to do
 it. Here, in training mode, a channel's sum is added up in two steps: each sample's
-positions, a contiguous run of H*W, in x's dtype, as one matrix-vector product with
-a vector of ones (BLAS adds each run in several SIMD lanes, about H*W/8 terms a
-lane: an error of a few units of roundoff; NumPy's own sum over runs this short
-costs 5-10x more, a loop per run), then those (B, C) partial sums over the batch in
-float64 (they are H*W times fewer than the activation). A 2-D input (B, features)
-has no positions: its partial sums are the activation itself, added over the batch
-in float64 as the reference does.
+positions, a contiguous run of H*W, in x's dtype, by einsum (its loop adds a run in
+several SIMD lanes, about H*W/8 terms a lane: an error of a few units of roundoff, as
+NumPy's pairwise sum, which costs 3-5x more over runs this short; a product with a
+vector of ones would too, but BLAS's threads spin-wait on products this small), then
+those (B, C) partial sums over the batch in float64 (they are H*W times fewer than
+the activation). A 2-D input (B, features) has no positions: its partial sums are the
+activation itself, added over the batch in float64 as the reference does.
 
     forward:  m = the mean rounded to x's dtype; xc = x - m (exact near the mean);
               from the sums of xc and xc*xc, the shift d = mean(xc) and
@@ -36,27 +36,19 @@ def _rows(a):
     return a.reshape(a.shape[0], a.shape[1], -1)
 
 
-def _channel_major(a3) -> bool:
-    return a3.strides[0] < a3.strides[1]
-
-
 def _empty_rows(xp, like):
     """An empty (B, C, positions) array laid out as `like`."""
     B, C, S = like.shape
-    if _channel_major(like):
+    if like.strides[0] < like.strides[1]:  # channel-major
         return xp.empty((C, B, S), dtype=like.dtype).transpose(1, 0, 2)
     return xp.empty((B, C, S), dtype=like.dtype)
 
 
 def _channel_sums(a3):
     """a3 (B, C, positions) added up per channel, (C,) float64: each run of positions
-    in a3's dtype (one product with ones, the runs in memory order), then the batch's
-    partial sums in float64."""
-    xp = get_array_module(a3)
-    batch_axis = 1 if _channel_major(a3) else 0
-    runs = a3.transpose(1, 0, 2) if batch_axis else a3  # as laid out in memory
-    partial = xp.matmul(runs.reshape(-1, runs.shape[2]), xp.ones(runs.shape[2], a3.dtype))
-    return partial.reshape(runs.shape[:2]).sum(axis=batch_axis, dtype="float64")
+    in a3's dtype, then the batch's partial sums in float64."""
+    partial = get_array_module(a3).einsum("bcs->bc", a3)
+    return partial.sum(axis=0, dtype="float64")
 
 
 class BatchNorm(normalization.BatchNorm):
