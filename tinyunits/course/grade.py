@@ -480,8 +480,8 @@ def grade(directory=None, only=None, hidden=None, timeout=TIMEOUT, workers=None)
 
     hidden: a folder of hidden cases (default: default_hidden()) or what load_hidden
     made of one; timeout: seconds per child; workers: children at a time (default:
-    the cores, <= 4; one where the graded code runs as another user). The cases are drawn from fixed seeds: tinyunits' generators are
-    reseeded.
+    the cores, <= 4; one where the graded code runs as another user). The cases are
+    drawn from fixed seeds: tinyunits' generators are reseeded.
     """
     root = pathlib.Path(directory or SOURCE_ROOT).resolve()
     with _run(_names(only), hidden, timeout, workers) as run:

@@ -14,8 +14,9 @@ The zip unpacks into /autograder/source and holds:
 
 run_autograder calls `python -m tinyunits.course.gradescope ROOT` (ROOT: /autograder,
 or $AUTOGRADER_ROOT), which lays the submission (ROOT/submission) over a fresh copy
-of student/, grades it with the grader, and writes ROOT/results/results.json in
-Gradescope's shape. A submission is the student's copy (its tinyunits/ folder, at
+of student/ (so an exercise whose file it leaves out is not attempted), grades each
+exercise's region of that against the grader's own library (grade.py: each alone),
+and writes ROOT/results/results.json in Gradescope's shape. A submission is the student's copy (its tinyunits/ folder, at
 the top or in one folder), or loose files named as an exercise's file (dac.py);
 only files under tinyunits/ are laid over, and links are never followed. A
 submission that holds none gets a results.json that says so, with no points.
