@@ -35,10 +35,11 @@ HANNET, FOCUSING = "lessons/04_hannet.py", "lessons/05_focusing.py"
 
 EXERCISES = (
     Exercise("engine_mul", 1, "tinyunits/ops/arithmetic.py", "y = a * b (broadcasting)",
-             "", ENGINE, "Each input's gradient is g times the other input; return them in "
-             "the output's broadcast shape, the engine sums them down.", ("da", "db")),
+             "", ENGINE, "Differentiate one element a * b by each factor in turn; return the "
+             "gradients in the output's broadcast shape, the engine sums them down.",
+             ("da", "db")),
     Exercise("engine_div", 1, "tinyunits/ops/arithmetic.py", "y = a / b (broadcasting)", "", ENGINE,
-             "d(a/b)/db = -a / b^2.", ("da", "db")),
+             "Write a / b as a times b to the power -1: da is the easy one.", ("da", "db")),
     Exercise("engine_sigmoid", 1, "tinyunits/ops/elementwise.py",
              "y = sigmoid(x) = 1 / (1 + exp(-x))", "", ENGINE,
              "sigmoid'(x) can be written with y = sigmoid(x) alone.", ("dx",)),
@@ -54,7 +55,8 @@ EXERCISES = (
              "The gradient of logsumexp is softmax; the picked logit and the mean over "
              "the N rows add the rest.", ("dz",)),
     Exercise("dac_dW", 2, "tinyunits/units/dac.py", "DAC eq. (7), dW", "docs/papers/dac.md",
-             DAC, "y is linear in W: dW[i,j] sums phi(B[i,j] + x[b,j]) g[b,i] over the batch.",
+             DAC, "y is linear in W: each W[i,j] multiplies one activation per batch row; "
+             "weight each by its output's g and sum over the batch.",
              ("dW",)),
     Exercise("dac_dB", 2, "tinyunits/units/dac.py", "DAC eq. (7), dB", "docs/papers/dac.md",
              DAC, "B[i,j] sits inside phi, which W[i,j] multiplies: the chain rule gives "
@@ -69,12 +71,13 @@ EXERCISES = (
     Exercise("two_argument_inner", 3, "tinyunits/units/two_argument.py",
              "inner-net backward through the shared f, eqs. (6)-(9) (ours: the paper "
              "writes none)", "docs/papers/two_argument.md", TWO_ARGUMENT,
-             "Walk the layers backwards: D_{l-1} = (D_l W_l) * [H_l > 0]; f is shared, so "
-             "its weight gradients sum over every point of every unit.",
+             "Walk the layers backwards: a layer's error comes from the next one's through "
+             "its weights, masked where its ReLU was off; f is shared, so its weight "
+             "gradients sum over every point of every unit.",
              ("dx", "dW0", "db0", "dW1", "db1", "dW2", "db2")),
     Exercise("tmaf_levels", 2, "tinyunits/units/tmaf.py", "TMAF eq. (B2): d levels (diagonal)",
-             "docs/papers/tmaf.md", TMAF, "Each level t[i, k] collects g_i * x_i from every "
-             "element whose value fell in interval k.", ("dlevels",)),
+             "docs/papers/tmaf.md", TMAF, "Each level t[i, k] is used only by the elements whose "
+             "value fell in interval k, each time as a factor of that element's value.", ("dlevels",)),
     Exercise("tmaf_tridiagonal", 3, "tinyunits/units/tmaf.py",
              "TMAF eq. (B4): d lower, d levels, d upper (tri-diagonal)", "docs/papers/tmaf.md",
              TMAF, "As eq. (B2), with x_{i-1} for lower and x_{i+1} for upper; the bin is always "
@@ -84,12 +87,13 @@ EXERCISES = (
              "docs/papers/hannet.md", HANNET, "z depends on u_hat through s u_hat; then project "
              "out the u_hat direction and divide by ||u|| for the normalisation.", ("du",)),
     Exercise("hannet_dx", 2, "tinyunits/units/hannet.py", "Han-layer eq. (6), Algorithm 1: dx",
-             "docs/papers/hannet.md", HANNET, "H(u) is symmetric: dx = H g_z, computed from "
-             "one dot product, never the d x d matrix.", ("dx",)),
+             "docs/papers/hannet.md", HANNET, "H(u) is symmetric, so dx is H applied to the "
+             "gradient that reaches z: one dot product, never the d x d matrix.", ("dx",)),
     Exercise("focusing_dmu", 3, "tinyunits/units/focusing.py",
              "focusing neuron eq. (8), dmu, with the normaliser of eq. (7)",
              "docs/papers/focusing.md", FOCUSING, "u divides phi by its norm, and the norm "
-             "depends on mu too: the gradient has a second term, Q sum_i a_i d_i (a_i = u_i^2 / m).",
+             "depends on mu too: the gradient has a second term, from the normaliser, "
+             "beside the one through phi.",
              ("dmu",)),
     Exercise("focusing_dsigma", 3, "tinyunits/units/focusing.py",
              "focusing neuron eq. (8), dsigma, with the normaliser of eq. (7)",
