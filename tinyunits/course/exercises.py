@@ -77,7 +77,8 @@ EXERCISES = (
              ("dx", "dW0", "db0", "dW1", "db1", "dW2", "db2")),
     Exercise("tmaf_levels", 2, "tinyunits/units/tmaf.py", "TMAF eq. (B2): d levels (diagonal)",
              "docs/papers/tmaf.md", TMAF, "Each level t[i, k] is used only by the elements whose "
-             "value fell in interval k, each time as a factor of that element's value.", ("dlevels",)),
+             "value fell in interval k, each time as a factor of that element's value.",
+             ("dlevels",)),
     Exercise("tmaf_tridiagonal", 3, "tinyunits/units/tmaf.py",
              "TMAF eq. (B4): d lower, d levels, d upper (tri-diagonal)", "docs/papers/tmaf.md",
              TMAF, "As eq. (B2), with x_{i-1} for lower and x_{i+1} for upper; the bin is always "
