@@ -66,7 +66,8 @@ def _parser():
         p.add_argument("--hidden", help="folder of hidden checks (default: "
                        "$TINYUNITS_COURSE_HIDDEN, else course_hidden/ of this checkout)")
         p.add_argument("--timeout", type=float, default=TIMEOUT, metavar="SECONDS",
-                       help=f"time limit of each exercise (default {TIMEOUT})")
+                       help=f"time limit of each run of an exercise's cases (its visible, "
+                            f"every-input and hidden ones run apart; default {TIMEOUT})")
     return parser
 
 
