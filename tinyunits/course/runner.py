@@ -5,16 +5,21 @@
 ROOT goes first on sys.path, so `import tinyunits` finds the graded code, never an
 installed copy (the run stops if it does not). JOB is a folder from the grader:
 job.json (each case's Function, by class and constructor state, and which inputs
-require a gradient in each probe) and job.npz (inputs, cotangents g, array state).
+require a gradient in each probe) and job.npz (inputs, two cotangents g and g2,
+array state).
 
 For every probe this builds the graded tree's Function, calls it on Tensors, hands
-backward a read-only g, then calls backward a second time, and writes back, in
-result.npz, arrays only: the output, both backwards' gradients, the inputs after
-backward, and the arrays the Function saved, before and after backward. result.json
-says what backward returned and raised, and what it printed (words for feedback).
+backward a read-only g, then calls backward a second time with g2, and writes back,
+in result.npz, arrays only: the output, both backwards' gradients, and, as they are
+after the first backward, g, the inputs and the Function's array attributes.
+result.json says what backward returned and raised, and what it printed (words for
+feedback).
 
-This process decides nothing: grade.py judges the arrays against its own library's
-forward, so nothing printed, written or exited with here can raise a score. A case
+This process decides nothing, not even whether backward changed g (g's read-only
+flag is only there to make the mistake raise where it is made, as in the engine,
+and the graded code may clear it): grading.py judges the arrays against its own
+library's forward and the copies it kept, so nothing printed, written, changed or
+exited with here can raise a score. A case
 that raises, or calls sys.exit, is recorded and the next one runs. What a probe
 prints through sys.stdout or sys.stderr is kept (its last TAIL bytes) for feedback;
 what reaches the file descriptors 1 and 2 themselves goes to the grader's pipe,
@@ -93,7 +98,7 @@ def _build(spec, sent):
 
 
 def _saved(np, fn) -> dict:
-    """The arrays forward kept on the Function (in lists or tuples too), by name."""
+    """The Function's array attributes (in lists or tuples too), by name."""
     found = {}
     for name, value in vars(fn).items():
         if isinstance(value, np.ndarray):
@@ -128,25 +133,29 @@ def _run(tinyunits, np, case, sent, c, key, wants, arrays, out):
                for i in range(case["n_inputs"])]
     out["stage"] = "forward"
     arrays[f"{key}.y"] = np.asarray(fn(*tensors).data).copy()
-    saved = _saved(np, fn)
-    out["saved"] = list(saved)
-    arrays.update({f"{key}.saved.{name}": a.copy() for name, a in saved.items()})
-    g = sent[f"{c}.g"].copy()
-    g.flags.writeable = False  # as in the engine, where one g may reach several Functions
+    g, g2 = _read_only(sent[f"{c}.g"]), _read_only(sent[f"{c}.g2"])
     out["stage"] = "backward"
     returned = {}
     _record(np, fn.backward(g), key, arrays, returned, "grad")
     out.update(returned)
+    arrays[f"{key}.g_after"] = np.array(g)
     arrays.update({f"{key}.after{i}": np.asarray(t.data).copy() for i, t in enumerate(tensors)})
-    arrays.update({f"{key}.saved_after.{name}": a.copy() for name, a in _saved(np, fn).items()
-                   if name in saved})
+    arrays.update({f"{key}.saved_after.{name}": a.copy() for name, a in _saved(np, fn).items()})
     try:
         quiet = _stream(_Tail())  # what it prints again is not shown twice
         with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
-            again = fn.backward(g)
+            again = fn.backward(g2)
         _record(np, again, key, arrays, {}, "again")
     except BaseException as err:  # noqa: BLE001 - SystemExit too: feedback, not an end
         out["again_error"] = _said(err)
+
+
+def _read_only(a):
+    """A copy of a that raises where backward changes it in place, as in the engine,
+    where one g may reach several Functions."""
+    a = a.copy()
+    a.flags.writeable = False
+    return a
 
 
 def _probe(tinyunits, np, case, sent, c, key, wants, arrays):
