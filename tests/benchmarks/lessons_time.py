@@ -1,21 +1,25 @@
-"""`make lessons` timed at two commits, lesson by lesson, taking turns.
+"""`make lessons` timed at several commits or settings, lesson by lesson, taking turns.
 
     python tests/benchmarks/lessons_time.py 70571ae HEAD          # before, after
     python tests/benchmarks/lessons_time.py 70571ae HEAD --only 01,05
+    python tests/benchmarks/lessons_time.py HEAD:TINYUNITS_NUM_THREADS=1 HEAD  # 1 thread, default
 
-Each commit's lessons/, tinyunits/ and datasets.py are unpacked (git archive) into a
-temporary folder, and every lesson runs there as `make lessons` runs it
-(`python lessons/NN_name.py --quick`), in a fresh process with no thread or
-allocator settings (OMP_NUM_THREADS, TINYUNITS_NUM_THREADS and the like are
-removed from its environment), one lesson at a time: the first commit's, then the
-second's, alternating who goes first, so that a change of machine load hits both.
-Per lesson and in total: wall seconds, the children's CPU seconds, the load
-average (1 minute) before and after. Run it on a quiet machine: on a shared one
-the wall times measure the other jobs as much as the lessons.
+Each run is a commit, optionally with settings after a colon (`VAR=VALUE`, several
+joined by commas). Each commit's lessons/, tinyunits/ and datasets.py are unpacked
+(git archive) into a temporary folder, and every lesson runs there as `make lessons`
+runs it (`python lessons/NN_name.py --quick`), in a fresh process with no thread or
+allocator settings but the run's own (OMP_NUM_THREADS, TINYUNITS_NUM_THREADS and the
+like are removed from its environment), one lesson at a time: each run's in turn, the
+order rotating from lesson to lesson (and from round to round with --repeat), so that
+a change of machine load hits every run. Per lesson and in total: wall seconds (the
+median of the rounds), the children's CPU seconds, the load average (1 minute)
+before and after. Run it on a quiet machine: on a shared one the wall times measure
+the other jobs as much as the lessons.
 """
 import argparse
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,15 +31,28 @@ SETTINGS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
             "MALLOC_MMAP_THRESHOLD_", "TINYUNITS_LESSON_MODE")
 
 
+def parse(spec):
+    """'commit[:VAR=VALUE,...]' -> (commit, {VAR: VALUE})."""
+    commit, _, settings = spec.partition(":")
+    env = {}
+    for item in filter(None, settings.split(",")):
+        name, equals, value = item.partition("=")
+        if not equals or not name:
+            raise SystemExit(f"lessons_time.py: expected commit[:VAR=VALUE,...], got {spec!r}")
+        env[name] = value
+    return commit, env
+
+
 def unpack(commit, folder):
     archive = subprocess.run(["git", "-C", ROOT, "archive", commit, "lessons", "tinyunits",
                               "datasets.py"], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
 
 
-def timed(checkout, lesson, out):
+def timed(checkout, settings, lesson, out):
     """(wall s, CPU s, load before, load after, return code) of one --quick lesson."""
     env = {k: v for k, v in os.environ.items() if k not in SETTINGS and k != "PYTHONPATH"}
+    env.update(settings)
     load, cpu = os.getloadavg()[0], resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     run = subprocess.run([sys.executable, os.path.join("lessons", lesson), "--quick",
@@ -50,39 +67,50 @@ def timed(checkout, lesson, out):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("before")
-    p.add_argument("after")
+    p.add_argument("runs", nargs="+", metavar="commit[:VAR=VALUE,...]")
     p.add_argument("--only", default="", help="comma-separated lesson numbers, e.g. 01,05")
+    p.add_argument("--repeat", type=int, default=1, help="rounds per lesson and run")
     args = p.parse_args()
     only = [o for o in args.only.split(",") if o]
+    runs = [parse(spec) for spec in args.runs]
     with tempfile.TemporaryDirectory() as tmp:
-        trees = []
-        for name in ("before", "after"):
-            trees.append(os.path.join(tmp, name))
-            os.makedirs(trees[-1])
-            unpack(getattr(args, name), trees[-1])
-        lessons = sorted(f for f in os.listdir(os.path.join(trees[0], "lessons"))
+        trees = {}
+        for commit, _ in runs:
+            if commit not in trees:
+                trees[commit] = os.path.join(tmp, f"tree{len(trees)}")
+                os.makedirs(trees[commit])
+                unpack(commit, trees[commit])
+        lessons = sorted(f for f in os.listdir(os.path.join(trees[runs[0][0]], "lessons"))
                          if f[:2].isdigit() and f.endswith(".py")
                          and (not only or f[:2] in only))
-        print(f"# make lessons (--quick), {args.before} against {args.after}, "
+        print(f"# make lessons (--quick), {' against '.join(args.runs)}, "
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-              f"{len(os.sched_getaffinity(0))} cores")
-        print("| lesson | before wall s | after wall s | before CPU s | after CPU s "
-              "| load before | load after |")
-        print("|---|---:|---:|---:|---:|---|---|")
-        totals = [[0.0, 0.0], [0.0, 0.0]]
-        for i, lesson in enumerate(lessons):
-            order = (0, 1) if i % 2 == 0 else (1, 0)
-            res = {k: timed(trees[k], lesson, os.path.join(tmp, f"out{k}")) for k in order}
-            for k in (0, 1):
-                totals[k][0] += res[k][0]
-                totals[k][1] += res[k][1]
-            failed = " FAILED" if any(res[k][4] for k in (0, 1)) else ""
-            print(f"| {lesson}{failed} | {res[0][0]:.0f} | {res[1][0]:.0f} | {res[0][1]:.0f} "
-                  f"| {res[1][1]:.0f} | {res[0][2]:.1f}-{res[0][3]:.1f} "
-                  f"| {res[1][2]:.1f}-{res[1][3]:.1f} |", flush=True)
-        print(f"| total | {totals[0][0]:.0f} | {totals[1][0]:.0f} | {totals[0][1]:.0f} "
-              f"| {totals[1][1]:.0f} | | |")
+              f"{len(os.sched_getaffinity(0))} cores, {args.repeat} round(s)")
+        print("| lesson | " + " | ".join(f"{s} wall s | CPU s | load" for s in args.runs) + " |")
+        print("|---|" + "---:|---:|---|" * len(runs))
+        totals = [[0.0, 0.0] for _ in runs]
+        turn = 0
+        for lesson in lessons:
+            results = [[] for _ in runs]
+            for _ in range(args.repeat):
+                order = list(range(len(runs)))
+                order = order[turn % len(runs):] + order[:turn % len(runs)]
+                turn += 1
+                for k in order:
+                    commit, settings = runs[k]
+                    results[k].append(timed(trees[commit], settings, lesson,
+                                            os.path.join(tmp, f"out{k}")))
+            cells, failed = [], ""
+            for k, res in enumerate(results):
+                wall = statistics.median(r[0] for r in res)
+                cpu = statistics.median(r[1] for r in res)
+                totals[k][0] += wall
+                totals[k][1] += cpu
+                failed = failed or (" FAILED" if any(r[4] for r in res) else "")
+                loads = ", ".join(f"{r[2]:.1f}-{r[3]:.1f}" for r in res)
+                cells.append(f"{wall:.1f} | {cpu:.1f} | {loads}")
+            print(f"| {lesson}{failed} | " + " | ".join(cells) + " |", flush=True)
+        print("| total | " + " | ".join(f"{w:.0f} | {c:.0f} | " for w, c in totals) + "|")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""y += a * x in place, in one pass: BLAS's axpy, for the optimisers' updates.
+"""BLAS's routines that NumPy does not expose: axpy (y += a * x in place, in one pass) for
+the optimisers' updates, and OpenBLAS's thread count, read and set in a call.
 
 NumPy has no in-place scaled add: `p -= lr * g` first makes lr * g, a temporary as
 large as the parameter, then passes over memory again, all on one core. An update is
@@ -26,6 +27,11 @@ therefore hands BLAS the longest front part that splits into a multiple of STEP
 per thread, then the rest in runs of CHUNK that BLAS keeps on the calling thread:
 only the array's last elements take a scalar loop, as in one call on one thread.
 The bits are that call's (what a sweep's trials compute), at any thread count.
+
+`thread_count()` gives OpenBLAS's own get and set of its thread count: under a
+microsecond, where threadpoolctl's limit takes about 8 (it looks up every library
+again), so that a small product can be held to one thread at each call
+(tinyunits.fast.threads.blas_for).
 """
 from __future__ import annotations
 
@@ -38,6 +44,7 @@ from .. import backend
 # NumPy 2 wheels' names, then NumPy 1 wheels'
 NAMES = ("scipy_cblas_{t}axpy64_", "cblas_{t}axpy64_")
 THREADS = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_")
+SET_THREADS = ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_")
 TYPES = {"float32": ("s", ctypes.c_float), "float64": ("d", ctypes.c_double)}
 STEP = 64  # elements: a multiple of every axpy kernel's vector step (16, 32 or 64)
 CHUNK = 8192  # elements: a multiple of STEP that OpenBLAS runs on the calling thread (<= 10,000)
@@ -84,6 +91,19 @@ def _routine(dtype: str):
                                 ctypes.c_void_p, ctypes.c_int64]
             threads.argtypes = []
             return routine, threads
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def thread_count():
+    """(get, set): OpenBLAS's calls that read and set its thread count, or None where NumPy
+    loaded another BLAS (or none that exports them)."""
+    for library in _openblas():
+        get, put = _function(library, THREADS), _function(library, SET_THREADS)
+        if get is not None and put is not None:
+            get.restype, get.argtypes = ctypes.c_int, []
+            put.restype, put.argtypes = None, [ctypes.c_int]
+            return get, put
     return None
 
 

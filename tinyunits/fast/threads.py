@@ -38,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .. import validate
 from .. import backend
+from . import blas
 
 ENV = ("TINYUNITS_NUM_THREADS", "OMP_NUM_THREADS")
 
@@ -86,12 +87,34 @@ def available_cores() -> int:
 def blas_serial(like):
     """BLAS on one thread for the block, when several threads are set and `like` is a
     host array: for pieces on tinyunits' threads that call BLAS themselves (two layers
-    of threads would wait on each other)."""
+    of threads would wait on each other), and for products too small to share out
+    (blas_for)."""
     if get_num_threads() == 1 or not on_host(like):
         yield
         return
-    with blas_limited(1):
+    calls = blas.thread_count()
+    if calls is None:  # not OpenBLAS: threadpoolctl knows the others
+        with blas_limited(1):
+            yield
+        return
+    get, put = calls
+    count = get()
+    if count == 1:  # already (a sweep's trial, a block of blas_serial's own)
         yield
+        return
+    put(1)
+    try:
+        yield
+    finally:
+        put(count)
+
+
+def blas_for(multiply_adds: int, like):
+    """A context for products of `multiply_adds` each (m*k*n for (m, k) @ (k, n)): BLAS on
+    one thread below MIN_THREADED_PRODUCT (blas_serial), else on its threads."""
+    if multiply_adds >= MIN_THREADED_PRODUCT:
+        return contextlib.nullcontext()
+    return blas_serial(like)
 
 
 @contextlib.contextmanager
@@ -120,6 +143,8 @@ def _set_blas_threads(n: int) -> None:
 
 
 MIN_ELEMENTS = 2 ** 18  # elements an elementwise pass needs to be worth a thread's hand-off
+# multiply-adds a product needs to be worth BLAS's second thread (see the module's docstring)
+MIN_THREADED_PRODUCT = 2 ** 24
 
 
 def per_thread(n: int, elements: int, like):
