@@ -53,7 +53,7 @@ REPEAT = 1e-12  # the same gradient beside others agrees this well
 # most 55 over the 185 visible gradients run in float32 (focusing's dsigma near the
 # edges; the rest below 14), with room for cases beyond them
 FLOAT32_GROWTH = 250
-FORWARD = 1e-9  # the child's forward, ours on the same inputs in the same dtype, agree this well
+FORWARD = 1e-9  # the child's float64 forward and ours, on the same inputs, agree this well
 EPS32 = float(np.finfo(np.float32).eps)
 STEP = 1e-6     # central differences' step
 SAID = 2000     # characters of the child's text (an error, what it printed) shown at most
@@ -246,7 +246,8 @@ def _changed(case, p, expected) -> list:
     the Function's array attributes after forward (one that did not come back counts)."""
     def differ(after, before):
         return after is None or after.shape != before.shape or not (
-            np.array_equal(after, before, equal_nan=True) or distance(after, before) <= REPEAT)
+            np.array_equal(after, before, equal_nan=True)
+            or distance(after, before) <= _rounding(before.dtype))
     what = ["g"] if differ(p.array("g_after"), expected.g) else []
     what += [f"the input {_input_name(case.name(i))}" for i, x in enumerate(case.inputs)
              if differ(p.array(f"after{i}"), x)]
@@ -389,10 +390,15 @@ def _repeat(case, p, expected, refs, label, indices, baseline=None):
     return [(FAIL, f"{label}: {again}")] if again else []
 
 
+def _rounding(dtype) -> float:
+    """How far apart the child's forward and this process's, on the same inputs, may be
+    (BLAS sums in another order: one thread there)."""
+    return FORWARD if dtype != np.float32 else 64 * EPS32
+
+
 def _forward(case, p, y, label):
     got = p.array("y")
-    same = FORWARD if y.dtype == np.float64 else 64 * EPS32  # float32 sums in another order
-    if got is None or got.shape != y.shape or not compare(got, y, same, 0)[2]:
+    if got is None or got.shape != y.shape or not compare(got, y, _rounding(y.dtype), 0)[2]:
         shape = "nothing" if got is None else f"shape {got.shape}"
         return [(FAIL, f"{label}: forward gave {shape}, not the library's output of shape "
                        f"{y.shape} (forward is not an exercise: restore it)")]
