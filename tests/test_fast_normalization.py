@@ -23,7 +23,7 @@ def arrays(rng, shape, offset=1.0):
 
 def bn_step(x, gamma, beta, g, dtype, training=True, momentum=0.1):
     """y, dx, dgamma, dbeta (dbeta None without beta) and the running mean and var."""
-    running = [backend.asarray(np.zeros(x.shape[1], dtype)), backend.asarray(np.ones(x.shape[1], dtype))]
+    running = [backend.asarray(f(x.shape[1], dtype)) for f in (np.zeros, np.ones)]
     ts = [None if a is None else tu.tensor(np.asarray(a, dtype), requires_grad=True, dtype=dtype)
           for a in (x, gamma, beta)]
     y = ops.batch_norm(*ts, *running, training=training, momentum=momentum)
@@ -113,7 +113,8 @@ def test_statistics_of_four_million_values_near_1000_are_as_accurate_as_float64s
     np.testing.assert_allclose(mean, wide.mean(axis=axes), rtol=1e-6)
     np.testing.assert_allclose(var, wide.var(axis=axes, ddof=1), rtol=1e-4)
     np.testing.assert_allclose(dbeta, wide_g.sum(axis=axes), rtol=1e-6)
-    xhat = (wide - wide.mean(axis=axes, keepdims=True)) / np.sqrt(wide.var(axis=axes, keepdims=True) + 1e-5)
+    xhat = ((wide - wide.mean(axis=axes, keepdims=True))
+            / np.sqrt(wide.var(axis=axes, keepdims=True) + 1e-5))
     assert np.abs(y - xhat).max() <= 1e-6 * np.abs(xhat).max()
     np.testing.assert_allclose(dgamma, (wide_g * xhat).sum(axis=axes), rtol=1e-6)
 

@@ -3,6 +3,7 @@
     python tests/benchmarks/ops_time.py B2                 # the library's defaults
     python tests/benchmarks/ops_time.py B2 --threads 1     # set_num_threads(1)
     python tests/benchmarks/ops_time.py E1 --steps 2       # E rows: a step is an epoch
+    python tests/benchmarks/ops_time.py E1 --by-shape      # each op per input shape and stride
 
 Every Function's forward and backward is timed around its call (the time of the
 ops it calls inside is its own: Functions do not nest); `engine, optimiser` is the
@@ -34,17 +35,26 @@ def _functions(cls=Function):
         yield from _functions(sub)
 
 
-def timing_every_op(totals):
-    """Wrap every Function's own forward and backward: totals[name] += [wall, cpu, 1]."""
+def timing_every_op(totals, by_shape=False):
+    """Wrap every Function's own forward and backward: totals[name] += [wall, cpu, 1];
+    by_shape: one name per first input's shape (and stride, where the op has one)."""
     for cls in set(_functions()):
         for method in ("forward", "backward"):
             if method in cls.__dict__:
                 name = f"{cls.__name__}.{method}"
-                setattr(cls, method, _timed(getattr(cls, method), totals[name]))
+                setattr(cls, method, _timed(getattr(cls, method), totals, name, by_shape))
 
 
-def _timed(method, total):
+def _timed(method, totals, name, by_shape):
     def timed(self, *args):
+        key = name
+        if by_shape:
+            if method.__name__ == "forward":
+                stride = getattr(self, "stride", None)
+                self._ops_time_shape = f" {tuple(args[0].shape)}" + (
+                    f" s{stride}" if stride is not None else "")
+            key += getattr(self, "_ops_time_shape", "")
+        total = totals[key]
         wall, cpu = time.perf_counter(), time.process_time()
         try:
             return method(self, *args)
@@ -60,6 +70,8 @@ def main(argv=None):
     parser.add_argument("row", help="a row id of run.py, e.g. B2")
     parser.add_argument("--threads", type=int, help="set_num_threads (default: the library's)")
     parser.add_argument("--steps", type=int, default=20, help="timed steps (after 3 warm-up)")
+    parser.add_argument("--by-shape", action="store_true",
+                        help="each op per input shape (and stride): a conv layer by layer")
     args = parser.parse_args(argv)
     builders = {row_id: build for row_id, _, build, _ in run.rows(cases)}
     if args.row not in builders:
@@ -68,7 +80,7 @@ def main(argv=None):
         tu.set_num_threads(args.threads)
     totals = collections.defaultdict(lambda: [0.0, 0.0, 0])
     step = builders[args.row]().ours  # every Function class exists once the model does
-    timing_every_op(totals)
+    timing_every_op(totals, args.by_shape)
     for _ in range(3):
         step()
     for total in totals.values():
@@ -82,13 +94,14 @@ def main(argv=None):
     print(f"{args.row}, {tu.get_num_threads()} threads, {args.steps} steps: {wall * ms:.1f} ms "
           f"wall, {cpu * ms:.1f} ms CPU a step; load average {load:.2f} -> "
           f"{os.getloadavg()[0]:.2f}")
-    print(f"{'op':34s} {'wall ms':>8s} {'CPU ms':>8s} {'calls':>6s}")
+    width = max(34, *(len(name) for name in totals))
+    print(f"{'op':{width}s} {'wall ms':>8s} {'CPU ms':>8s} {'calls':>6s}")
     for name, (op_wall, op_cpu, calls) in sorted(totals.items(), key=lambda kv: -kv[1][0]):
         if calls:
-            print(f"{name:34s} {op_wall * ms:8.2f} {op_cpu * ms:8.2f} {calls / args.steps:6.0f}")
+            print(f"{name:{width}s} {op_wall * ms:8.2f} {op_cpu * ms:8.2f} {calls / args.steps:6.0f}")
     rest_wall = wall - sum(t[0] for t in totals.values())
     rest_cpu = cpu - sum(t[1] for t in totals.values())
-    print(f"{'engine, optimiser':34s} {rest_wall * ms:8.2f} {rest_cpu * ms:8.2f}")
+    print(f"{'engine, optimiser':{width}s} {rest_wall * ms:8.2f} {rest_cpu * ms:8.2f}")
 
 
 if __name__ == "__main__":

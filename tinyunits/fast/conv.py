@@ -8,17 +8,17 @@ float32), each chunk's columns made in one reused buffer (tinyunits.fast.buffers
 while they are still in the cache, and backward makes them again from the input it
 kept instead of keeping them (a copy costs less than the memory traffic and page
 faults of holding them). dW adds up the chunks' products in chunk order. The column
-gradient is made per chunk too, and col2im adds it back at once. col2im and
-im2col's copy are elementwise passes, which NumPy runs on one core; they are split
-over the CPU threads (tinyunits.fast.threads), im2col over the chunk's samples and
-col2im over the input channels, each thread writing its own part.
+gradient is made per chunk too, and col2im adds it back at once. The chunks are
+shared out over the CPU threads (tinyunits.fast.threads), each thread a run of
+chunks, copies and products, writing its own samples.
 
-Stride 1 has a faster layout (`WideColumns`, tested equal to `Columns`): a column
-for every position of the input rows that have outputs, so that every tap's copy
-and every tap's add back is one run of Ho*W per image instead of Ho runs of Wo.
+The columns are read from the stride's phases of the padded input (`Phases`): each
+tap's copy and each tap's add back is then one run of Ho*Wp per image, on any stride,
+instead of Ho runs of Wo.
 
-The columns are `(C*k*k, B*Ho*Wo)` as the reference's, so the copy that builds them
-reads the input along its rows, and the product writes the output channel-major,
+The columns are `(C*k*k, B*Ho*Wp)`, ordered as the reference's, so the copy that
+builds them reads the input along its rows, and the product writes the output
+channel-major,
 (out, B, Ho, Wo), returned as a (B, out, Ho, Wo) view: elementwise ops keep its
 layout, and the next im2col or backward reads it without reordering. (Rows of
 `(B*Ho*Wo, C*k*k)` instead would cost transposing copies in im2col and in the input
