@@ -51,6 +51,8 @@ apt-get update
 apt-get install -y --no-install-recommends python3 python3-venv python3-pip
 python3 -m venv /autograder/venv
 /autograder/venv/bin/pip install --no-cache-dir -r /autograder/source/requirements.txt
+# the graded code runs as nobody (course/sandbox.py), which must be able to run this Python
+su -s /bin/sh nobody -c "/autograder/venv/bin/python -I -c 'import numpy'"
 """
 
 RUN_AUTOGRADER = """\
@@ -59,6 +61,10 @@ RUN_AUTOGRADER = """\
 # and AUTOGRADER_PYTHON (default the venv setup.sh made) move it elsewhere, for tests.
 root="${AUTOGRADER_ROOT:-/autograder}"
 python="${AUTOGRADER_PYTHON:-$root/venv/bin/python}"
+# the graded code runs as another user: none of the grader, its solutions and hidden
+# cases (source/), nor the submission, is theirs to read
+chmod -R go-rwx "$root/source"
+if [ -d "$root/submission" ]; then chmod -R go-rwx "$root/submission"; fi
 cd "$root/source" && exec "$python" -m tinyunits.course.gradescope "$root"
 """
 
