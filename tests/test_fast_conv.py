@@ -9,8 +9,8 @@ from tinyunits import backend, ops
 from tinyunits.fast import buffers, conv
 from tinyunits.ops.conv import conv_output_size
 
-from fast_support import (both, bits_on_thread_counts, channel_major, step,  # noqa: F401
-                          thread_counts, threading)
+from fast_support import (both, bits_on_thread_counts, channel_major, empty_cache,  # noqa: F401
+                          step, thread_counts, threading)
 
 SHAPES = [  # (B, C, H, W, out, k, padding)
     (5, 3, 7, 6, 4, 3, 1),
@@ -191,3 +191,23 @@ def test_short_rows_unbuffered_is_scoped_and_keeps_the_error_settings():
         with conv.short_rows_unbuffered(x):
             raise ValueError
     assert np.getbufsize() == before
+
+
+@pytest.mark.skipif(backend.get_backend() != "numpy", reason="only host arrays are lent")
+def test_a_one_chunk_layer_keeps_its_columns_until_backward_and_then_gives_them_back(
+        rng, empty_cache):
+    """Forward's columns are backward's (not made again), lent by tinyunits.fast.buffers
+    and back there once backward has run; without a graph they go back at once."""
+    x, W, b, g = (a.astype("float32") for a in conv_arrays(rng, (4, 3, 6, 6, 2, 3, 1), 2))
+    columns = (3 * 9 * 4 * 3 * 4,)  # C*k*k by B*Ho*Wp: Ho = 3, the phases 4 wide
+
+    def kept():
+        return len(buffers._State.free.get((columns, np.dtype("float32").str), []))
+    with tu.no_grad():
+        ops.conv2d(tu.tensor(x), tu.tensor(W), stride=2, padding=1)
+    assert kept() == 1
+    ts = [tu.tensor(a, requires_grad=True) for a in (x, W, b)]
+    y = ops.conv2d(*ts, stride=2, padding=1)
+    assert kept() == 0  # lent to the node
+    y.backward(tu.tensor(g))
+    assert kept() == 1

@@ -32,6 +32,7 @@ import contextlib
 from ..backend import get_array_module, host_module
 from ..ops import conv
 from ..ops.reduction import wide_sum
+from ..tensor import grad_enabled
 from . import buffers, cuda, threads
 
 COLUMN_ELEMENTS = 2 ** 20  # columns per chunk of the batch: 4 MB of float32, cache-sized
@@ -212,7 +213,7 @@ class Conv2d(conv.Conv2d):
         if not (x.ndim == W.ndim == 4 and x.shape[1] == W.shape[1]
                 and min(x.shape[2:]) + 2 * p >= k):
             self.padded(x, W)  # the reference's check says what is wrong
-        self.W, self.plan = W, Phases(x, k, self.stride, p)
+        self.W, self.plan, self.kept = W, Phases(x, k, self.stride, p), None
         plan, xp, W2 = self.plan, get_array_module(x), W.reshape(W.shape[0], -1)
         dtype = host_module().result_type(x.dtype, W.dtype)  # as x @ W: int x, float W: float
         y = xp.empty((W.shape[0], x.shape[0], plan.Ho, plan.Wo), dtype=dtype)
@@ -231,9 +232,19 @@ class Conv2d(conv.Conv2d):
         with BLAS on one thread meanwhile: one hand-off per pass. (Threads that meet
         at every chunk, BLAS's and ours, wait for a core at every meeting on a machine
         with other work, and OpenBLAS on two threads spent 5x the CPU time of one on
-        small convolutions such as lesson 1's.)"""
+        small convolutions such as lesson 1's.) A layer of one chunk keeps its columns
+        from forward for backward (`kept`, given back by release), while a graph is
+        recorded: for a layer this small they cost less to keep than to make again."""
         plan, chunked = self.plan, self.plan.chunks()
         size = plan.rows * (chunked[0].stop - chunked[0].start) * plan.per_sample
+        if len(chunked) == 1 and (self.kept is not None or grad_enabled.get()):
+            if self.kept is None:
+                self.kept = buffers.borrow(plan.xp, (size,), plan.phases.dtype)
+                self.kept = self.kept.reshape(plan.rows, -1)  # given back whole (its base)
+                plan.fill(self.kept, chunked[0])
+            with threads.blas_serial(like=plan.phases):
+                work(0, chunked[0], self.kept)
+            return
 
         def run(ks):
             with buffers.borrowed(plan.xp, (size,), plan.phases.dtype) as buf:
@@ -246,6 +257,11 @@ class Conv2d(conv.Conv2d):
         with threads.blas_serial(like=plan.phases):
             threads.run_per_thread(run, len(chunked), plan.rows * plan.per_sample * plan.B,
                                    like=plan.phases)
+
+    def release(self):
+        if self.kept is not None:
+            buffers.give_back(self.kept)  # backward has read them, for the last time
+        super().release()
 
     def backward(self, g):
         W, plan = self.W, self.plan
