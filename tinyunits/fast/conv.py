@@ -65,13 +65,13 @@ class Phases:
     """im2col and col2im over the stride's phases of the padded input, a chunk of the
     batch at a time.
 
-    Stride s splits the padded input into s*s phases, `phase[a, b][c, j, i, l] =
+    Stride s splits the padded input into `s*s` phases, `phase[a, b][c, j, i, l] =
     xpad[j, c, i*s + a, l*s + b]` (each (Hp, Wp), Hp = ceil(H/s)), made in one copy that
     also pads. Tap (p, q) of output position (h, w) reads `xpad[j, c, h*s + p, w*s + q]
     = phase[p % s, q % s][c, j, h + p//s, w + q//s]`: a stride-1 window of one phase.
     So a column is made for every position `m = h*Wp + w` (h < Ho, every w < Wp), and
     tap (p, q) of a chunk's columns is one slice of its phase, `[c, j, m + (p//s)*Wp +
-    q//s]`, runs of Ho*Wp copied in one pass (not Ho runs of Wo per image, channel and
+    q//s]`, runs of `Ho*Wp` copied in one pass (not Ho runs of Wo per image, channel and
     tap, each a numpy loop and, on two threads, a hand-over of the GIL); col2im adds
     each tap's rows back to its phase in one pass, and one copy per phase puts the
     phases' gradient back in place. Only the columns with w < Wo are real; the others

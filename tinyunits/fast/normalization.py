@@ -3,13 +3,14 @@
 The reference (tinyunits/ops/normalization.py) keeps each equation a line of its own
 and adds every statistic up in float64, converting each activation to float64 to do
 it. Here, in training mode, a channel's sum is added up in two steps: each sample's
-positions, a contiguous run of H*W, in x's dtype, by einsum (its loop adds a run in
-several SIMD lanes, about H*W/8 terms a lane: an error of a few units of roundoff, as
-NumPy's pairwise sum, which costs 3-5x more over runs this short; a product with a
-vector of ones would too, but BLAS's threads spin-wait on products this small), then
-those (B, C) partial sums over the batch in float64 (they are H*W times fewer than
-the activation). A 2-D input (B, features) has no positions: its partial sums are the
-activation itself, added over the batch in float64 as the reference does.
+positions, a contiguous run of `H*W`, in x's dtype, by einsum (its loop adds a run
+in several SIMD lanes, about `H*W/8` terms a lane: an error of a few units of
+roundoff, as NumPy's pairwise sum, which costs 3-5x more over runs this short; a
+product with a vector of ones would too, but BLAS's threads spin-wait on products
+this small), then those (B, C) partial sums over the batch in float64 (they are
+`H*W` times fewer than the activation). A 2-D input (B, features) has no
+positions: its partial sums are the activation itself, added over the batch in
+float64 as the reference does.
 
     forward:  m = the mean rounded to x's dtype; xc = x - m (exact near the mean);
               from the sums of xc and xc*xc, the shift d = mean(xc) and
@@ -19,11 +20,11 @@ activation itself, added over the batch in float64 as the reference does.
               sum(g*xhat) = (sum(g*xc) - d*sum(g))/std = dgamma, dbeta = sum(g),
               dx = a*g + b*xc + c,  b = -a*dgamma/(n*std),  c = -a*sum(g)/n - b*d
 
-which is the reference's closed form with xhat = xc/std, multiplied out per channel.
-Each elementwise pass writes into its output (no temporaries but one lent buffer),
-laid out as x (channel-major after a conv), and runs on the CPU threads' shares of
-the batch (tinyunits.fast.threads). Evaluation mode is the reference's (one pass
-with fixed statistics).
+which is the reference's closed form, multiplied out per channel. Each elementwise
+pass writes into its output (backward's product g*xc into a lent buffer), laid out
+as x (channel-major after a conv), and runs on the CPU threads' shares of the batch
+(tinyunits.fast.threads). Evaluation mode is the reference's (one pass with fixed
+statistics).
 """
 from ..backend import get_array_module
 from ..ops import normalization
