@@ -17,8 +17,8 @@ import math
 from dataclasses import replace
 
 from tinyunits import backend
-from tinyunits.course.broadcast import BroadcastTo
-from tinyunits.course.grading import Case, _numeric_of, host
+from tinyunits.gradcheck.cases.broadcast import BroadcastTo
+from tinyunits.course.grading import Case, numeric_of, host
 from tinyunits.gradcheck import cases as data_helpers
 from tinyunits.gradcheck import central_differences
 from tinyunits.gradcheck.cases import dac, engine, focusing, hannet, tmaf
@@ -76,7 +76,7 @@ SCALED_MASK = ("dB's lines changed M in place (scaled it by W), and dx reads the
 
 def _dx_with_scaled_mask(make):
     """dx as it comes out when M has been multiplied by W in place: W[i,j] twice."""
-    return lambda ref, g, inputs, numeric: _numeric_of(make, [inputs[0], inputs[1] ** 2,
+    return lambda ref, g, inputs, numeric: numeric_of(make, [inputs[0], inputs[1] ** 2,
                                                               inputs[2]], 0, g)
 
 

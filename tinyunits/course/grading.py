@@ -160,7 +160,7 @@ def _jacobian(make, inputs, i):
     return np.array(columns).T.reshape(-1, flat.size)
 
 
-def _numeric_of(make, inputs, i, g):
+def numeric_of(make, inputs, i, g):
     """Central differences of sum(g * forward(inputs)) with respect to input i."""
     return (_jacobian(make, inputs, i).T @ np.asarray(g, "float64").ravel()).reshape(
         inputs[i].shape)

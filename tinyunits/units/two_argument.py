@@ -68,19 +68,15 @@ class InnerNetFn(Function):
     def backward(self, g):
         # BEGIN SOLUTION two_argument_inner
         D = g.reshape(-1, 1)                                     # (6)
-        grads = []
-        for l in range(len(self.weights) - 1, 0, -1):
-            grads = self._param_grads(D, self.H[l]) + grads
-            D = (D @ self.weights[l]) * (self.H[l] > 0)          # (8)
-        grads = self._param_grads(D, self.H[0]) + grads
+        grads = [None, None] * len(self.weights)  # frozen f: its parameters take none
+        for l in range(len(self.weights) - 1, -1, -1):
+            if self.param_grads:
+                grads[2 * l:2 * l + 2] = [D.T @ self.H[l], D.sum(axis=0)]  # (7)
+            if l > 0:
+                D = (D @ self.weights[l]) * (self.H[l] > 0)      # (8)
         dX = D @ self.weights[0]                                 # (9)
         return (self._from_points(dX),) + tuple(grads)
         # END SOLUTION two_argument_inner
-
-    def _param_grads(self, D, H):
-        if not self.param_grads:  # frozen f: its parameters take no gradient
-            return [None, None]
-        return [D.T @ H, D.sum(axis=0)]                          # (7)
 
     # Layout: X's rows are the argument vectors, unit-major within each sample.
     def _to_points(self, x):

@@ -10,7 +10,7 @@ sigmoid(x) to an absolute 1e-16 only, so past |x| ~ 15 its central differences
 are rounding noise (and below x ~ -19 it is 0).
 """
 from ... import backend
-from ...course.broadcast import BroadcastTo
+from .broadcast import BroadcastTo
 from ...ops.arithmetic import Div, Mul
 from ...ops.elementwise import Sigmoid
 from ...ops.loss import SoftmaxCrossEntropy

@@ -4,9 +4,9 @@ Its backward IS sum_to. The grader runs this forward for the truth; the child
 (runner.py) builds the graded tree's copy of this class, whose backward calls the
 graded tree's sum_to.
 """
-from ..backend import get_array_module
-from ..function import Function
-from ..tensor import sum_to
+from ...backend import get_array_module
+from ...function import Function
+from ...tensor import sum_to
 
 
 class BroadcastTo(Function):
