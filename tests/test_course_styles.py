@@ -6,11 +6,14 @@ tuple, a gradient left in the output's broadcast shape for the engine's sum_to, 
 instead of matmul, a loop over the batch, the kernel taps or the neurons, the formula
 arranged another way. Its first lines are a comment naming the style. Each is spliced
 into a copy of the library in place of the reference's region, alone, and graded: it
-must score full marks. Each style gives the reference's gradients to float64 round-off
-on inputs beyond the grader's cases (every activation, kernel sizes 1-6 with strides
-1-4 and paddings 0-3, batch 1, broadcast operands on either side, inputs on kinks
-and breakpoints, u = 0, clamped sigma, frozen inner nets), so a failure here is the
-grader's, not the style's. Not part of the student copy (source.TEACHER_ONLY).
+must score full marks. Each style was checked to give the reference's gradients to
+float64 round-off, through the engine, on inputs beyond the grader's cases (every
+activation, kernel sizes 1-6 with strides 1-4 and paddings 0-3, batch 1, broadcast
+operands on either side, inputs on kinks and breakpoints, u = 0, clamped sigma, frozen
+inner nets, float32), and to pass python -m tinyunits.gradcheck, so a failure here is
+the grader's, not the style's. No style calls another exercise's code: each exercise
+is graded with every other region a stub. Not part of the student copy
+(source.TEACHER_ONLY).
 """
 import pathlib
 
