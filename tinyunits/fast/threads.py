@@ -25,6 +25,15 @@ Pieces that call BLAS themselves (conv2d's runs of chunks) run inside
 `blas_serial()`, which holds BLAS to one thread meanwhile: threads of two pools
 that meet at every product wait for each other whenever a core is busy.
 
+Small products run inside `blas_for(m*k*n)`, which holds BLAS to one thread below
+MIN_THREADED_PRODUCT multiply-adds. OpenBLAS shares out every product above about
+64^3 multiply-adds; a second thread halves a product's time when its core is free
+((128, 784) @ (784, 64), 6.4 M multiply-adds: 106 -> 57 us in a loop of nothing
+else, at a load of 1.2), and costs a time slice whenever it waits for a busy core
+((64, 784) @ (784, 128) between other work, at a load of 12-15: 0.74 -> 14 ms).
+Below 2^24 multiply-adds (about 0.3 ms on one thread here) the most a second thread
+can save is less than one such wait.
+
 On the GPU the pieces run in order (the device runs them asynchronously anyway),
 and a piece that itself calls `map` runs its own pieces in order (no nesting).
 """
@@ -41,6 +50,7 @@ from .. import backend
 from . import blas
 
 ENV = ("TINYUNITS_NUM_THREADS", "OMP_NUM_THREADS")
+MIN_THREADED_PRODUCT = 2 ** 24  # multiply-adds a product needs to be worth BLAS's threads
 
 
 class _State:
@@ -143,8 +153,6 @@ def _set_blas_threads(n: int) -> None:
 
 
 MIN_ELEMENTS = 2 ** 18  # elements an elementwise pass needs to be worth a thread's hand-off
-# multiply-adds a product needs to be worth BLAS's second thread (see the module's docstring)
-MIN_THREADED_PRODUCT = 2 ** 24
 
 
 def per_thread(n: int, elements: int, like):
