@@ -118,8 +118,9 @@ def test_the_every_input_case_waits_for_the_graders_own_stubs(tmp_path):
     assert run.returncode == 0, run.stderr
     score, *output = run.stdout.splitlines()
     assert score == "2 graded", run.stdout
-    assert "SKIP  relu, x (5, 4), W (3, 4), every input requiring a gradient: not graded yet: " \
-        "solve dac_dW and dac_dx first" in output, output
+    assert any(line.startswith("SKIP  relu, x (5, 4), W (3, 4), every input requiring a "
+                               "gradient: not graded yet: solve dac_dW and dac_dx first")
+               for line in output), output
 
 
 # --------------------------------------------------------------------------- hidden inputs
