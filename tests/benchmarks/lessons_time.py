@@ -49,20 +49,26 @@ def unpack(commit, folder):
     subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
 
 
-def timed(checkout, settings, lesson, out):
-    """(wall s, CPU s, load before, load after, return code) of one --quick lesson."""
+def timed(checkout, settings, lesson, out, timeout=None):
+    """(wall s, CPU s, load before, load after, return code) of one --quick lesson; one
+    stopped at `timeout` seconds has the code "timeout" (its wall time: at least that)."""
     env = {k: v for k, v in os.environ.items() if k not in SETTINGS and k != "PYTHONPATH"}
     env.update(settings)
     load, cpu = os.getloadavg()[0], resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    run = subprocess.run([sys.executable, os.path.join("lessons", lesson), "--quick",
-                          "--out", out], cwd=checkout, env=env, capture_output=True, text=True)
+    try:
+        run = subprocess.run([sys.executable, os.path.join("lessons", lesson), "--quick",
+                              "--out", out], cwd=checkout, env=env, capture_output=True,
+                             text=True, timeout=timeout)
+        code = run.returncode
+    except subprocess.TimeoutExpired:  # killed and reaped: its CPU time so far counts
+        code = "timeout"
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if run.returncode:
+    if code and code != "timeout":
         print(f"{lesson} failed in {checkout}:\n{run.stderr[-2000:]}", file=sys.stderr)
     return (wall, after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime, load,
-            os.getloadavg()[0], run.returncode)
+            os.getloadavg()[0], code)
 
 
 def main():
@@ -70,6 +76,8 @@ def main():
     p.add_argument("runs", nargs="+", metavar="commit[:VAR=VALUE,...]")
     p.add_argument("--only", default="", help="comma-separated lesson numbers, e.g. 01,05")
     p.add_argument("--repeat", type=int, default=1, help="rounds per lesson and run")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds after which a lesson is stopped (its row says TIMEOUT)")
     args = p.parse_args()
     only = [o for o in args.only.split(",") if o]
     runs = [parse(spec) for spec in args.runs]
@@ -99,14 +107,16 @@ def main():
                 for k in order:
                     commit, settings = runs[k]
                     results[k].append(timed(trees[commit], settings, lesson,
-                                            os.path.join(tmp, f"out{k}")))
+                                            os.path.join(tmp, f"out{k}"), args.timeout))
             cells, failed = [], ""
             for k, res in enumerate(results):
                 wall = statistics.median(r[0] for r in res)
                 cpu = statistics.median(r[1] for r in res)
                 totals[k][0] += wall
                 totals[k][1] += cpu
-                failed = failed or (" FAILED" if any(r[4] for r in res) else "")
+                codes = {r[4] for r in res}
+                failed = failed or (" TIMEOUT" if "timeout" in codes else
+                                    " FAILED" if any(codes) else "")
                 loads = ", ".join(f"{r[2]:.1f}-{r[3]:.1f}" for r in res)
                 cells.append(f"{wall:.1f} | {cpu:.1f} | {loads}")
             print(f"| {lesson}{failed} | " + " | ".join(cells) + " |", flush=True)
