@@ -1,16 +1,17 @@
 """DAC's drop-ins: the reference's equations (tinyunits.units.dac) over blocks of output
 units, on threads, and as fused CUDA kernels on a GPU.
 
-The reference holds the dense layer's (batch, out, in) tensor of activated inputs
-whole, and walks the conv one output unit at a time. Here both passes walk over
-blocks of output units (`_blocks`) of about `budget` elements (a CPU cache's worth,
-cuda.block_elements: the dense layer counts its activated inputs, the conv every map
-its block holds), and the backward recomputes phi and phi' per block; each block's
-z, A and M are scratch buffers kept from step to step (tinyunits.fast.buffers). The blocks are independent: on the CPU the dense layer runs
-them on the threads the user set (tinyunits.fast.threads), with BLAS on one thread
-inside each, and adds each block's share of dx in block order, so any thread count
-gives the same numbers. The conv's blocks lay their arrays out (out, in, batch, H, W),
-so that every sum over the inputs j or the taps t is one batched matrix product.
+The reference holds the dense layer's (batch, out, in) tensor of activated inputs whole,
+and walks the conv one output unit at a time. Here both passes walk over blocks of
+output units (`_blocks`) of about `budget` elements (a CPU cache's worth,
+cuda.block_elements: the dense layer counts its activated inputs, the conv every map its
+block holds), and the backward recomputes phi and phi' per block; each block's z, A and
+M are scratch buffers kept from step to step (tinyunits.fast.buffers). The blocks are
+independent: on the CPU the dense layer runs them on the threads the user set
+(tinyunits.fast.threads), with BLAS on one thread inside each, and adds each block's
+share of dx in block order, so any thread count gives the same numbers. The conv's
+blocks lay their arrays out (out, in, batch, H, W), so that every sum over the inputs j
+or the taps t is one batched matrix product.
 
 On a GPU (CuPy arrays) neither pass runs this array code: both run as fused CUDA
 kernels, one per equation (dac_cuda.cu, launched by dac_cuda.py).
