@@ -68,9 +68,6 @@ SIX = {  # mistake -> (exercise, the region's new lines, what the feedback must 
         "hannet_dx", lambda: ["g_z -= (2 * t)[:, None] * u_hat", "gx = g_z"],
         ["every input requiring a gradient: db wrong when dx is computed too",
          "changed g_z in place"]),
-    "a float32 gradient for a float64 layer": (
-        "hannet_dx", lambda: ["gx = (g_z - (2 * t)[:, None] * u_hat).astype('float32')"],
-        ["dx has dtype float32, the input has float64"]),
 }
 
 
@@ -97,10 +94,11 @@ def test_the_library_passes_every_new_case_and_says_so():
     assert sum(r.score for r in results.values()) == 40
     out = results["dac_dB"].output
     assert "every input requiring a gradient: dx, dW unchanged when dB is computed too" in out
-    assert "gelu, x (5, 4), W (3, 4): dB ok" in out
-    assert "(3, 4) @ (2, 4, 5), batch axes on B only: da, db ok" in results["engine_matmul"].output
+    assert "gelu, x (5, 4), W (1, 4), float32: dB ok" in out
+    assert "(3, 1) @ (2, 1, 5), batch axes on B only: da, db ok" in results["engine_matmul"].output
     assert "n_args 3, x (2, 6, 3, 3) (conv map)" in results["two_argument_inner"].output
-    assert "gelu, x (2, 2, 5, 6), stride 2, padding 1: dx, dW, dB ok" in results["dac_conv"].output
+    assert "gelu, x (1, 2, 5, 6), W (3, 2, 1, 1), stride 2, padding 2: dx, dW, dB ok" \
+        in results["dac_conv"].output
 
 
 # --------------------------------------------------------------------------- mutation
@@ -110,7 +108,8 @@ def test_a_backward_that_changes_a_saved_array_in_place_is_named(solved, tmp_pat
     result = one(plant(solved, tmp_path, "engine_softmax_ce", *new), "engine_softmax_ce")
     assert result.score == 0
     assert "your backward changed self.softmax in place" in result.output
-    assert "a second backward through the same Function gives a different dz" in result.output
+    assert "a second backward through the same Function, with another g, gives a wrong dz" \
+        in result.output
 
 
 def test_g_is_read_only_as_in_the_engine(solved, tmp_path):
@@ -124,8 +123,7 @@ def test_an_input_changed_in_place_is_named(solved, tmp_path):
     tree = plant(solved, tmp_path, "engine_mul", "self.a *= 1.5", "return g * self.b, g * self.a")
     result = one(tree, "engine_mul")
     assert result.score == 0
-    assert "your backward changed the input a, self.a in place, and a second backward through " \
-        "the same Function gives a different db" in result.output
+    assert "(3, 4) * (3, 4): your backward changed the input a, self.a in place" in result.output
 
 
 def test_a_softmax_recomputed_without_the_shift_loses_its_points(solved, tmp_path):
@@ -136,7 +134,8 @@ def test_a_softmax_recomputed_without_the_shift_loses_its_points(solved, tmp_pat
     result = one(plant(solved, tmp_path, "engine_softmax_ce", *new), "engine_softmax_ce")
     assert result.score == 0
     failed = [line for line in result.output.splitlines() if line.startswith("FAIL")]
-    assert len(failed) == 1 and "near 1000" in failed[0] and "it holds NaN" in failed[0], failed
+    assert failed and all("near 1000" in line and "it holds NaN" in line for line in failed), \
+        failed
 
 
 def test_backward_must_return_a_tuple(solved, tmp_path):
@@ -233,9 +232,9 @@ def test_a_factor_is_a_fraction_and_never_claimed_of_one_element(solved, tmp_pat
     tree = plant(solved, tmp_path / "two", "engine_sigmoid",
                  "return (2 * g * self.y * (1 - self.y),)")
     out = one(tree, "engine_sigmoid").output
-    (single,) = [line for line in out.splitlines() if line.startswith("FAIL  x (1, 1)")]
-    assert "factor" not in single
-    assert "x (3, 4): dx wrong" in out and "it is 2 times the right gradient" in out
+    single = [line for line in out.splitlines() if line.startswith("FAIL  x (1, 1)")]
+    assert single and not any("factor" in line for line in single)
+    assert "x (3, 4) in [-4, 4]: dx wrong" in out and "it is 2 times the right gradient" in out
 
 
 def test_what_a_failing_case_printed_is_shown_and_scores_nothing(solved, tmp_path):
