@@ -4,7 +4,7 @@ import pytest
 import threadpoolctl
 
 from tinyunits import backend
-from tinyunits.fast import blas
+from tinyunits.fast import blas, threads
 
 SIZES = (1, 31, 33, 10_001, 627_201)  # a vector kernel's tail, BLAS's threading threshold
 
@@ -55,11 +55,11 @@ def test_blas_axpy_gives_the_bits_of_one_call_on_one_thread_at_every_thread_coun
     want = y.copy()
     with threadpoolctl.threadpool_limits(1, user_api="blas"):
         blas._routine(dtype)[0](n, 0.37, x.ctypes.data, 1, want.ctypes.data, 1)
-    for threads in (1, 2, 3):
-        with threadpoolctl.threadpool_limits(threads, user_api="blas"):
+    for count in (1, 2, 3):
+        with threadpoolctl.threadpool_limits(count, user_api="blas"):
             z = y.copy()
             blas.axpy(0.37, x, z)
-        np.testing.assert_array_equal(z, want, err_msg=f"BLAS on {threads} threads")
+        np.testing.assert_array_equal(z, want, err_msg=f"BLAS on {count} threads")
 
 
 def test_blas_axpy_writes_in_place_and_only_y(with_blas):
@@ -110,3 +110,57 @@ def test_blas_axpy_can_be_turned_off(monkeypatch):
     finally:
         monkeypatch.delenv("TINYUNITS_BLAS_AXPY")
         blas._routine.cache_clear()
+
+
+needs_openblas = pytest.mark.skipif(blas.thread_count() is None,
+                                    reason="NumPy's BLAS here is not OpenBLAS")
+
+
+@pytest.fixture
+def two_threads(monkeypatch):
+    """tinyunits and BLAS on 2 threads (whatever the machine's cores); restored after."""
+    monkeypatch.setattr(threads._State, "threads", None)
+    limits = threadpoolctl.threadpool_limits(None)
+    threads.set_num_threads(2)
+    yield
+    limits.restore_original_limits()
+
+
+@needs_openblas
+def test_thread_count_reads_and_sets_what_threadpoolctl_sees(two_threads):
+    get, put = blas.thread_count()
+    assert get() == 2
+    put(1)
+    try:
+        assert get() == 1
+        assert {i["num_threads"] for i in threadpoolctl.threadpool_info()
+                if i["internal_api"] == "openblas"} == {1}
+    finally:
+        put(2)
+
+
+@needs_openblas
+def test_blas_serial_holds_blas_to_one_thread_and_restores_it(two_threads):
+    get, _ = blas.thread_count()
+    with threads.blas_serial(like=backend.asarray(np.zeros(3))):
+        assert get() == 1
+    assert get() == 2
+    with pytest.raises(ZeroDivisionError):
+        with threads.blas_serial(like=backend.asarray(np.zeros(3))):
+            1 / 0
+    assert get() == 2
+
+
+@needs_openblas
+def test_blas_serial_leaves_one_thread_and_device_arrays_alone(two_threads, monkeypatch):
+    """Inside blas_limited(1) (a sweep's trial) the count stays 1 after the block; for a
+    device array (on_host answering no) BLAS is not touched."""
+    get, _ = blas.thread_count()
+    with threads.blas_limited(1):
+        with threads.blas_serial(like=np.zeros(3)):
+            assert get() == 1
+        assert get() == 1
+    assert get() == 2
+    monkeypatch.setattr(threads, "on_host", lambda x: False)
+    with threads.blas_serial(like=np.zeros(3)):
+        assert get() == 2

@@ -24,7 +24,7 @@ import contextlib
 
 from .. import ops, optim as reference_optim
 from ..function import Replaceable
-from . import conv, elementwise, linear, normalization, optim, pooling
+from . import conv, elementwise, normalization, optim, pooling
 from .buffers import steady_allocator
 from .threads import available_cores, blas_limited, get_num_threads, set_num_threads
 
@@ -32,7 +32,6 @@ from .threads import available_cores, blas_limited, get_num_threads, set_num_thr
 DROP_INS: dict = {
     ops.conv.Conv2d: conv.Conv2d,
     ops.elementwise.ReLU: elementwise.ReLU,
-    linear.Reference: linear.Linear,
     ops.normalization.BatchNorm: normalization.BatchNorm,
     ops.pooling.MaxPool2d: pooling.MaxPool2d,
     ops.pooling.AvgPool2d: pooling.AvgPool2d,

@@ -30,8 +30,8 @@ The bits are that call's (what a sweep's trials compute), at any thread count.
 
 `thread_count()` gives OpenBLAS's own get and set of its thread count: under a
 microsecond, where threadpoolctl's limit takes about 8 (it looks up every library
-again), so that a small product can be held to one thread at each call
-(tinyunits.fast.threads.blas_for).
+again); tinyunits.fast.threads.blas_serial switches it around every conv2d and DAC
+call.
 """
 from __future__ import annotations
 

@@ -25,15 +25,6 @@ Pieces that call BLAS themselves (conv2d's runs of chunks) run inside
 `blas_serial()`, which holds BLAS to one thread meanwhile: threads of two pools
 that meet at every product wait for each other whenever a core is busy.
 
-Small products run inside `blas_for(m*k*n)`, which holds BLAS to one thread below
-MIN_THREADED_PRODUCT multiply-adds. OpenBLAS shares out every product above about
-64^3 multiply-adds; a second thread halves a product's time when its core is free
-((128, 784) @ (784, 64), 6.4 M multiply-adds: 106 -> 57 us in a loop of nothing
-else, at a load of 1.2), and costs a time slice whenever it waits for a busy core
-((64, 784) @ (784, 128) between other work, at a load of 12-15: 0.74 -> 14 ms).
-Below 2^24 multiply-adds (about 0.3 ms on one thread here) the most a second thread
-can save is less than one such wait.
-
 On the GPU the pieces run in order (the device runs them asynchronously anyway),
 and a piece that itself calls `map` runs its own pieces in order (no nesting).
 """
@@ -50,7 +41,6 @@ from .. import backend
 from . import blas
 
 ENV = ("TINYUNITS_NUM_THREADS", "OMP_NUM_THREADS")
-MIN_THREADED_PRODUCT = 2 ** 24  # multiply-adds a product needs to be worth BLAS's threads
 
 
 class _State:
@@ -97,8 +87,8 @@ def available_cores() -> int:
 def blas_serial(like):
     """BLAS on one thread for the block, when several threads are set and `like` is a
     host array: for pieces on tinyunits' threads that call BLAS themselves (two layers
-    of threads would wait on each other), and for products too small to share out
-    (blas_for)."""
+    of threads would wait on each other). OpenBLAS's count is switched through its own
+    calls (blas.thread_count: under a microsecond, threadpoolctl's limit about 8)."""
     if get_num_threads() == 1 or not on_host(like):
         yield
         return
@@ -117,14 +107,6 @@ def blas_serial(like):
         yield
     finally:
         put(count)
-
-
-def blas_for(multiply_adds: int, like):
-    """A context for products of `multiply_adds` each (m*k*n for (m, k) @ (k, n)): BLAS on
-    one thread below MIN_THREADED_PRODUCT (blas_serial), else on its threads."""
-    if multiply_adds >= MIN_THREADED_PRODUCT:
-        return contextlib.nullcontext()
-    return blas_serial(like)
 
 
 @contextlib.contextmanager
