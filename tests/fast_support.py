@@ -19,6 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def thread_counts(monkeypatch):
     """Yields a setter; every elementwise op splits, however small; counts restored."""
     monkeypatch.setattr(threads, "MIN_ELEMENTS", 1)
+    monkeypatch.setattr(threads, "MIN_SPLIT_ELEMENTS", 1)
     monkeypatch.setattr(threads._State, "threads", None)
     blas = threadpoolctl.threadpool_limits(None)
     yield threads.set_num_threads
@@ -31,6 +32,7 @@ def threading(request, monkeypatch):
     2 threads (every op, however small: conv2d's batch in several chunks)."""
     if request.param == "split":
         monkeypatch.setattr(threads, "MIN_ELEMENTS", 1)
+        monkeypatch.setattr(threads, "MIN_SPLIT_ELEMENTS", 1)
         monkeypatch.setattr(threads._State, "threads", None)
         blas = threadpoolctl.threadpool_limits(None)
         threads.set_num_threads(2)

@@ -68,6 +68,18 @@ def test_map_in_one_thread_stays_in_the_caller():
     assert names == [threading.current_thread().name] * 3
 
 
+@pytest.mark.parametrize("rows, pieces", [(4, 1), (8, 2)])
+def test_split_shares_out_only_arrays_of_min_split_elements(rows, pieces):
+    """An elementwise pass over fewer than MIN_SPLIT_ELEMENTS runs whole, here (a hand-off
+    costs more); from there on, each thread takes its share of the rows."""
+    threads.set_num_threads(2)
+    a = backend.asarray(np.zeros((rows, threads.MIN_SPLIT_ELEMENTS // 8)))
+    assert a.size < threads.MIN_SPLIT_ELEMENTS or pieces == 2
+    seen = []
+    threads.split(lambda part: seen.append(part.shape[0]), a)
+    assert sorted(seen) == [rows // pieces] * pieces
+
+
 def test_an_error_in_a_piece_reaches_the_caller():
     threads.set_num_threads(2)
 
