@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tinyunits.course import BY_NAME
 from tinyunits.course.grade import grade, grade_all
 from tinyunits.course.source import regions_in, stub_line, write_student_copy
@@ -157,6 +159,30 @@ def test_a_hidden_cases_inputs_stashed_by_graded_code_reach_no_feedback(solved, 
     texts = [path.read_text() for path in sorted(feedback.iterdir())]
     assert len(texts) == 3 and not any("7.12" in text for text in texts), texts
     assert all("it printed: stashed: []" in text for text in texts), texts
+
+
+SPELLED = {  # graded code that names a type after a hidden case's inputs
+    "a type": ["name = 'Leak_' + str(self.a.ravel()[0]).replace('.', '_')",
+               "return type(name, (), {})(), g * self.a"],
+    "an exception": ["name = 'Leak_' + str(self.a.ravel()[0]).replace('.', '_')",
+                     "raise type(name, (Exception,), {})()"],
+    "a dtype": ["name = 'Leak_' + str(self.a.ravel()[0]).replace('.', '_')",
+                "return np.zeros(self.a.shape, dtype=[(name, 'f8')]), g * self.a"],
+}
+
+
+@pytest.mark.parametrize("how", SPELLED)
+def test_no_name_the_graded_code_chose_in_a_hidden_case_reaches_feedback(solved, tmp_path, how):
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "seven.py").write_text(HIDDEN)
+    lines = ["import numpy as np", "if self.a.shape != (1, 13):",
+             "    return g * self.b, g * self.a"] + SPELLED[how]
+    tree = plant(solved, tmp_path, "engine_mul", *lines)
+    (result,) = grade(tree, ["engine_mul"], hidden)[1]
+    assert result.score == 0, result.output
+    assert "hidden case" in result.output and "Leak" not in result.output, result.output
+    assert "7_12" not in result.output and "7.12" not in result.output, result.output
 
 
 # --------------------------------------------------------------------------- statuses

@@ -9,7 +9,7 @@ TMAF breakpoint grades the levels, not dx).
 
 Built on the grader's own tinyunits, from fixed seeds (cases_of). A teacher's hidden
 files get this module as `grading` in their `cases(grading)`: Case, host, data, the
-data helpers and the Functions are all here (docs/teaching.md).
+data helpers and the Functions are all here (the teachers' guide, teaching.md).
 """
 from __future__ import annotations
 
@@ -173,11 +173,11 @@ def _focusing_cases(grad):
 
 
 CASES = {  # exercise -> builder of its visible cases
-    "engine_mul": _engine("mul", ("da", "db"), broadcast_ok=True, alone=True),
-    "engine_div": _engine("div", ("da", "db"), broadcast_ok=True, alone=True),
+    "engine_mul": _engine("mul", ("da", "db"), alone=True),
+    "engine_div": _engine("div", ("da", "db"), alone=True),
     "engine_sigmoid": _engine("sigmoid", ("dx",)),
-    "engine_sum_to": _engine("sum_to", ("da",)),
-    "engine_matmul": _engine("matmul", ("da", "db"), broadcast_ok=True, alone=True),
+    "engine_sum_to": _engine("sum_to", ("da",), exact_shape=True),
+    "engine_matmul": _engine("matmul", ("da", "db"), alone=True),
     "engine_softmax_ce": _engine("softmax_ce", ("dz",)),
     "dac_dW": lambda: _dac_cases("dW"),
     "dac_dB": lambda: _dac_cases("dB"),

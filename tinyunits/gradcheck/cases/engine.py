@@ -118,7 +118,9 @@ def build_sum_to(point):
 
 MATMUL = Space({"batch axes": ("none", "on A only", "on B only", "on both",
                                "broadcast both ways"),
-                "rows of A": (3, 1), "columns of B": (5, 1), "inner": (4, 1)})
+                "rows of A": (3, 1, 4), "columns of B": (5, 1, 4), "inner": (4, 1)})
+# 4 rows or columns with an inner 4: a square A or B, where a transposed gradient has
+# the right shape and only its values are wrong
 
 
 def build_matmul(point):
