@@ -51,9 +51,10 @@ def times(a, x):
     xp = get_array_module(x)
     with backend.host_module().errstate(invalid="ignore"):  # 0 * inf: replaced below
         y = a * x
-    if x.dtype.kind == "f":
+    nan = xp.isnan(y) if x.dtype.kind == "f" else None
+    if nan is not None and nan.any().item():  # most arrays have none: no second product
         top = xp.finfo(x.dtype).max  # 0 * (the largest finite number) is a zero of x's sign
-        xp.copyto(y, a * xp.clip(x, -top, top), where=xp.isnan(y))
+        xp.copyto(y, a * xp.clip(x, -top, top), where=nan)
     return y
 
 
