@@ -113,6 +113,28 @@ def test_dense_drop_in_computes_only_the_gradients_asked_for(rng):
         np.testing.assert_array_equal(host(alone[i]), host(every[i]))
 
 
+@pytest.mark.parametrize("layer", ["dense", "conv"])
+def test_drop_ins_give_the_same_bits_on_any_number_of_threads(rng, layer):
+    # blocks of one output unit, more of them than threads: each thread's blocks write
+    # their own rows, and dx adds the blocks' shares in block order
+    if layer == "dense":
+        *arrays, g = dense_arrays(rng, *DENSE[0])
+        make = lambda: fast_dac.DACLinearFn("gelu", budget=1)  # noqa: E731
+    else:
+        *arrays, g = conv_arrays(rng, *CONV[2])
+        make = lambda: fast_dac.DACConv2dFn(*CONV[2][-2:], "gelu", budget=1)  # noqa: E731
+    saved = fast.get_num_threads()
+    try:
+        runs = []
+        for n in (1, 3):
+            fast.set_num_threads(n)
+            runs.append(step(make(), arrays, g, "float64"))
+    finally:
+        fast.set_num_threads(saved)
+    for name, one, three in zip(("y", "dx", "dW", "dB"), *runs):
+        np.testing.assert_array_equal(three, one, err_msg=name)
+
+
 # --------------------------------------------------------------------------- gradcheck
 @pytest.mark.parametrize("activation", ACTIVATIONS)
 def test_drop_ins_pass_a_float64_gradcheck(rng, activation):

@@ -7,11 +7,12 @@ output units (`_blocks`) of about `budget` elements (a CPU cache's worth,
 cuda.block_elements: the dense layer counts its activated inputs, the conv every map its
 block holds), and the backward recomputes phi and phi' per block; each block's z, A and
 M are scratch buffers kept from step to step (tinyunits.fast.buffers). The blocks are
-independent: on the CPU the dense layer runs them on the threads the user set
-(tinyunits.fast.threads), with BLAS on one thread inside each, and adds each block's
-share of dx in block order, so any thread count gives the same numbers. The conv's
-blocks lay their arrays out (out, in, batch, H, W), so that every sum over the inputs j
-or the taps t is one batched matrix product.
+independent: on the CPU both layers run them on the threads the user set
+(tinyunits.fast.threads), with BLAS on one thread inside each, and add each block's
+share of dx in block order, so any thread count gives the same numbers (BLAS's own
+threads, splitting each small product of a block, wait on each other more than they
+compute). The conv's blocks lay their arrays out (out, in, batch, H, W), so that every
+sum over the inputs j or the taps t is one batched matrix product.
 
 On a GPU (CuPy arrays) neither pass runs this array code: both run as fused CUDA
 kernels, one per equation (dac_cuda.cu, launched by dac_cuda.py).
@@ -153,12 +154,15 @@ class DACConv2dFn(dac.DACConv2dFn):
         self.n, self.k, self.Wt = W.shape[0], W.shape[2], W.reshape(W.shape[0], W.shape[1], -1)
         Ho, Wo = (conv_output_size(size, self.k, self.stride, self.padding) for size in x.shape[2:])
         y = xp.zeros((self.n, x.shape[0], Ho, Wo), dtype=x.dtype)
-        for I in self._blocks():
+
+        def block(I):
             A, _ = self._cached(I)                                              # eq. (5), once per (i, j)
             U = self.Wt[I].transpose(0, 2, 1) @ A.reshape(A.shape[0], A.shape[1], -1)  # U[i,t] = sum_j W[i,j,t] A[i,j]
             U = U.reshape(A.shape[:1] + (self.k ** 2,) + A.shape[2:])
             for t, window in self.taps(Ho, Wo):
                 y[I] += U[:, t][window]                                         # y[i,b,h,w] = sum_t U[i,t,b,h*s+p,w*s+q]
+        with threads.blas_serial(like=x):
+            threads.run(block, self._blocks(), like=x)
         return xp.ascontiguousarray(y.transpose(1, 0, 2, 3))
 
     def backward(self, g):
@@ -169,7 +173,10 @@ class DACConv2dFn(dac.DACConv2dFn):
         gt, Wt = g.transpose(1, 0, 2, 3), self.Wt                               # gt: (out, b, Ho, Wo)
         gxt = xp.zeros_like(unpad2d(self.xpad, self.padding))                   # (in, b, H, W)
         gW, gB = xp.empty_like(Wt), xp.empty_like(self.B)
-        for I in self._blocks():
+
+        def block(I):
+            """Writes gW[I] and gB[I]; returns block I's share of dx (summed below, in
+            block order, so that any number of threads gives the same numbers)."""
             A, fn = self._cached(I)                                             # recomputed per block
             G = xp.zeros(A.shape[:1] + (self.k ** 2,) + A.shape[2:], dtype=g.dtype)
             for t, window in self.taps(*g.shape[2:]):
@@ -181,5 +188,8 @@ class DACConv2dFn(dac.DACConv2dFn):
                      slice(self.padding, A.shape[4] - self.padding))
             M = fn.backward(gA)[0][inner]                                       # dA * phi', without the pad
             gB[I] = M.sum(axis=(2, 3, 4))                                       # dB[i,j] = sum_{b,h,w}
-            gxt += M.sum(axis=0)                                                # dx[j] = sum_i
+            return M.sum(axis=0)                                                # dx[j] = sum_i
+        with threads.blas_serial(like=g):
+            for share in threads.map(block, self._blocks(), like=g):
+                gxt += share
         return gxt.transpose(1, 0, 2, 3), gW.reshape(Wt.shape[:2] + (self.k, self.k)), gB
