@@ -24,7 +24,7 @@ which is the reference's closed form, multiplied out per channel. Each elementwi
 pass writes into its output (backward's product g*xc into a lent buffer), laid out
 as x (channel-major after a conv), and runs on the CPU threads' shares of the batch
 (tinyunits.fast.threads). Evaluation mode is the reference's (one pass with fixed
-statistics).
+statistics), and so are integer inputs (promoted as the reference promotes them).
 """
 from ..backend import get_array_module
 from ..ops import normalization
@@ -54,7 +54,8 @@ def _channel_sums(a3):
 
 class BatchNorm(normalization.BatchNorm):
     def forward(self, x, gamma, beta=None):
-        if not self.training:
+        self.fused = self.training and x.dtype.kind == "f"  # integers: the reference promotes
+        if not self.fused:
             return super().forward(x, gamma, beta)
         xp, dtype = get_array_module(x), x.dtype
         x3 = _rows(x)
@@ -79,7 +80,7 @@ class BatchNorm(normalization.BatchNorm):
         return y.reshape(x.shape)
 
     def backward(self, g):
-        if not self.training:
+        if not self.fused:
             return super().backward(g)
         xp, xc, a = get_array_module(g), self.xc, self.a
         g3, dtype = _rows(g), xc.dtype
