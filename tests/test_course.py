@@ -59,13 +59,17 @@ def plant(solved, tmp_path, name, *new_lines):
     """A copy of `solved` whose region `name` holds new_lines (at the region's indent)."""
     tree = tmp_path / "submission"
     shutil.copytree(solved, tree)
-    path = tree / BY_NAME[name].source
+    splice(tree / BY_NAME[name].source, name, new_lines)
+    return tree
+
+
+def splice(path, name, new_lines):
+    """Put new_lines (at the region's indent) in place of region `name` in the file at path."""
     text = path.read_text()
     (region,) = [r for r in regions_in(text) if r.name == name]
     lines = text.splitlines(keepends=True)
     lines[region.begin + 1:region.end] = [region.indent + line + "\n" for line in new_lines]
     path.write_text("".join(lines))
-    return tree
 
 
 def failing(results):

@@ -18,7 +18,7 @@ from tinyunits.course import BY_NAME
 from tinyunits.course.grade import grade, grade_all
 from tinyunits.course.source import regions_in, stub_line, write_student_copy
 
-from test_course import ROOT, plant, solved  # noqa: F401 - solved is a fixture
+from test_course import ROOT, plant, solved, splice  # noqa: F401 - solved is a fixture
 from test_course import pytestmark  # noqa: F401 - backend_free: graded code runs on NumPy
 from test_course_grader import lines_of
 
@@ -105,13 +105,7 @@ def test_the_every_input_case_waits_for_the_graders_own_stubs(tmp_path):
     # the grader (the copy's) says which to solve first, and dac_dB has its points
     copy = tmp_path / "copy"
     write_student_copy(ROOT, copy)
-    path = copy / BY_NAME["dac_dB"].source
-    text = path.read_text()
-    (region,) = [r for r in regions_in(text) if r.name == "dac_dB"]
-    lines = text.splitlines(keepends=True)
-    lines[region.begin + 1:region.end] = [region.indent + line + "\n"
-                                          for line in lines_of("dac_dB")]
-    path.write_text("".join(lines))
+    splice(copy / BY_NAME["dac_dB"].source, "dac_dB", lines_of("dac_dB"))
     code = ("from tinyunits.course.grade import grade\n"
             f"(r,) = grade(None, ['dac_dB'], {str(tmp_path / 'none')!r})[1]\n"
             "print(r.score, r.outcome)\nprint(r.output)")

@@ -21,10 +21,10 @@ import pytest
 import tinyunits as tu
 from tinyunits.course import EXERCISES
 from tinyunits.course.grade import grade, grade_all, gradescope, table
-from tinyunits.course.source import all_regions, regions_in, write_student_copy
+from tinyunits.course.source import all_regions, write_student_copy
 from tinyunits.ops.arithmetic import Mul
 
-from test_course import HIDDEN, ROOT, plant, solved  # noqa: F401 - solved is a fixture
+from test_course import HIDDEN, ROOT, plant, solved, splice  # noqa: F401 - solved is a fixture
 from test_course import pytestmark  # noqa: F401 - backend_free: graded code runs on NumPy
 
 
@@ -198,13 +198,7 @@ def test_one_exercise_done_among_stubs_still_scores(tmp_path):
     # the every-input case needs dx and dW too: the grader's own, whatever the copy holds
     copy = tmp_path / "copy"
     write_student_copy(ROOT, copy)
-    path = copy / "tinyunits/units/dac.py"
-    text = path.read_text()
-    (region,) = [r for r in regions_in(text) if r.name == "dac_dB"]
-    lines = text.splitlines(keepends=True)
-    lines[region.begin + 1:region.end] = [region.indent + line + "\n"
-                                          for line in lines_of("dac_dB")]
-    path.write_text("".join(lines))
+    splice(copy / "tinyunits/units/dac.py", "dac_dB", lines_of("dac_dB"))
     dW, dB = grade(copy, ["dac_dW", "dac_dB"])[1]
     assert dW.status == "not implemented" and dB.score == dB.max_score, dB.output
     assert "relu, x (5, 4), W (3, 4), every input requiring a gradient: dx, dW, dB ok" \

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 from tinyunits import backend, fast, validate
 from tinyunits.gradcheck.diagnose import TOLERANCE, compare, diagnose, distance
 from tinyunits.tensor import Tensor
+from tinyunits.course.runner import saved_arrays
 
 np = backend.host_module()
 PASS, FAIL, SKIP, TODO = "pass", "fail", "skip", "not implemented"
@@ -209,7 +210,7 @@ def expect(case, rng) -> Expected:
     with fast.disabled():  # the reference, the class the child builds
         fn = case.make()
         y = np.asarray(backend.to_host(fn.forward(*case.inputs)))
-    saved = {name: np.array(a) for name, a in _arrays(fn).items()}
+    saved = {name: np.array(a) for name, a in saved_arrays(np, fn).items()}
     g, g2 = (rng.normal(size=y.shape).astype(y.dtype) for _ in range(2))
     return Expected(y, g, g2, saved, float32_tolerance(case, y)
                     if y.dtype == np.float32 else TOLERANCE)
@@ -225,19 +226,6 @@ def float32_tolerance(case, y32) -> float:
         y64 = np.asarray(backend.to_host(case.make().forward(
             *[np.asarray(x, "float64") for x in case.inputs])))
     return FLOAT32_GROWTH * max(distance(y32.astype("float64"), y64), EPS32)
-
-
-def _arrays(fn) -> dict:
-    """The Function's array attributes (in lists or tuples too), by name, as the
-    child names them (runner._saved)."""
-    found = {}
-    for name, value in vars(fn).items():
-        if isinstance(value, np.ndarray):
-            found[name] = value
-        elif isinstance(value, (list, tuple)) and name != "inputs":
-            found.update({f"{name}[{k}]": v for k, v in enumerate(value)
-                          if isinstance(v, np.ndarray)})
-    return found
 
 
 def _input_name(grad_name: str) -> str:

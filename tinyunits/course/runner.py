@@ -97,8 +97,9 @@ def _build(spec, sent):
     return fn
 
 
-def _saved(np, fn) -> dict:
-    """The Function's array attributes (in lists or tuples too), by name."""
+def saved_arrays(np, fn) -> dict:
+    """The Function's array attributes (in lists or tuples too), by name (the grader
+    names them so too, grading.expect)."""
     found = {}
     for name, value in vars(fn).items():
         if isinstance(value, np.ndarray):
@@ -140,7 +141,7 @@ def _run(tinyunits, np, case, sent, c, key, wants, arrays, out):
     out.update(returned)
     arrays[f"{key}.g_after"] = np.array(g)
     arrays.update({f"{key}.after{i}": np.asarray(t.data).copy() for i, t in enumerate(tensors)})
-    arrays.update({f"{key}.saved_after.{name}": a.copy() for name, a in _saved(np, fn).items()})
+    arrays.update({f"{key}.saved_after.{name}": a.copy() for name, a in saved_arrays(np, fn).items()})
     try:
         quiet = _stream(_Tail())  # what it prints again is not shown twice
         with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
