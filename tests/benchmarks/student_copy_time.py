@@ -17,7 +17,7 @@ each exercise runs its reference code. To measure it, this script
    grader (`python -m tinyunits.course grade DIR --json`): every exercise must
    score in full, else the script stops; it also checks that the copy imports
    its own tinyunits, and prints which units have drop-ins there;
-4. runs each lesson as `make lessons` does (`python lessons/0N_name.py --quick`),
+4. runs each lesson as `make lessons` does (`python lessons/<lesson>.py --quick`),
    each run in a fresh process with the same environment (the caller's, less
    PYTHONPATH: the same thread settings on both sides), teacher then student, then
    student then teacher on the next repeat, so that a change of machine load hits
