@@ -18,6 +18,7 @@ import pytest
 from tinyunits.course import BY_NAME, EXERCISES, TOTAL_POINTS
 from tinyunits.course.grade import grade, grade_all
 from tinyunits.course.readme import student_readme
+from tinyunits.course import source
 from tinyunits.course.source import (all_regions, is_stub, project_files, regions_in, strip,
                                      write_student_copy)
 
@@ -65,11 +66,8 @@ def plant(solved, tmp_path, name, *new_lines):
 
 def splice(path, name, new_lines):
     """Put new_lines (at the region's indent) in place of region `name` in the file at path."""
-    text = path.read_text()
-    (region,) = [r for r in regions_in(text) if r.name == name]
-    lines = text.splitlines(keepends=True)
-    lines[region.begin + 1:region.end] = [region.indent + line + "\n" for line in new_lines]
-    path.write_text("".join(lines))
+    path.write_text(source.splice(path.read_text(), str(path),
+                                  source.Region(name, str(path), 0, 0, "", list(new_lines))))
 
 
 def failing(results):

@@ -66,14 +66,13 @@ def paste_solutions(teacher: pathlib.Path, student: pathlib.Path) -> int:
     solutions = {r.name: r for r in source.all_regions(teacher)}
     pasted = 0
     for rel in sorted({r.path for r in solutions.values()}):
-        lines = (student / rel).read_text().splitlines(keepends=True)
-        for region in sorted(source.regions_in("".join(lines), rel), key=lambda r: -r.begin):
+        text = (student / rel).read_text()
+        for region in source.regions_in(text, rel):
             if not source.is_stub(region):
                 raise SystemExit(f"{rel}: {region.name} is not stubbed in the student copy")
-            lines[region.begin + 1:region.end] = [
-                line + "\n" for line in solutions.pop(region.name).lines]
+            text = source.splice(text, rel, solutions.pop(region.name))
             pasted += 1
-        (student / rel).write_text("".join(lines))
+        (student / rel).write_text(text)
     if solutions:
         raise SystemExit(f"not found stubbed in the student copy: {sorted(solutions)}")
     return pasted
