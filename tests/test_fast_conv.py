@@ -1,12 +1,12 @@
 """tinyunits.fast.conv: conv2d's drop-in against its reference (tinyunits.ops.conv), on
 every stride, padding, kernel size, layout and dtype; against the definition; its
-chunks of the batch against one chunk, on any number of threads."""
+bands of rows against one band, on any number of threads."""
 import numpy as np
 import pytest
 
 import tinyunits as tu
 from tinyunits import backend, ops
-from tinyunits.fast import buffers, conv
+from tinyunits.fast import buffers, conv, threads
 from tinyunits.ops.conv import conv_output_size
 
 from fast_support import (both, bits_on_thread_counts, channel_major, empty_cache,  # noqa: F401
@@ -72,7 +72,7 @@ def test_the_drop_in_equals_the_reference(rng, threading, stride, padding, k, la
 @pytest.mark.parametrize("stride,padding,k", [(1, 1, 3), (2, 1, 3), (1, 0, 2), (3, 2, 3)])
 def test_the_drop_in_passes_gradcheck(rng, threading, stride, padding, k):
     x, W, b = rng.normal(size=(3, 2, 7, 6)), rng.normal(size=(3, 2, k, k)), rng.normal(size=3)
-    assert type(ops.conv.Conv2d()) is conv.Conv2d
+    assert isinstance(ops.conv.Conv2d(), conv.Conv2d)
     report = tu.gradcheck(lambda x, W, b: ops.conv2d(x, W, b, stride=stride, padding=padding),
                           [x, W, b])
     assert report.ok, report
@@ -144,25 +144,51 @@ def test_conv_reads_nothing_a_borrowed_buffer_held(rng, float64, monkeypatch, st
 
 
 @pytest.mark.parametrize("stride", [1, 2])
-def test_chunks_of_the_batch_equal_one_chunk(rng, float64, monkeypatch, stride):
-    """Chunks of two samples (the last one short) against the whole batch in one chunk."""
-    shape = (7, 3, 9, 8, 4, 3, 1)
+def test_bands_of_rows_equal_one_band(rng, float64, monkeypatch, stride):
+    """Bands of rows (the last one short; each adding into the next band's input rows in
+    backward) against the whole layer in one band."""
+    shape = (7, 3, 13, 8, 4, 3, 1)
     arrays = conv_arrays(rng, shape, stride)
-    monkeypatch.setattr(conv, "COLUMN_ELEMENTS", 2 ** 30)
+    monkeypatch.setattr(threads, "MIN_ELEMENTS", 2 ** 30)  # one band
     whole = conv_step(*arrays, stride=stride, padding=1)
-    per_sample = 3 * 9 * conv_output_size(9, 3, stride, 1) * 9
-    monkeypatch.setattr(conv, "COLUMN_ELEMENTS", 2 * per_sample)  # 2 samples a chunk: 2+2+2+1
-    chunked = conv_step(*arrays, stride=stride, padding=1)
-    for name, a, b in zip(("y", "dx", "dW", "db"), chunked, whole):
+    monkeypatch.setattr(threads, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(conv, "COLUMN_ELEMENTS", 1)  # bands of one row
+    plan = conv.Phases(np.zeros(shape[:4]), 3, stride, 1)
+    assert [r.stop - r.start for r in plan.bands()] == [1] * plan.Ho and len(plan.waves()) > 1
+    banded = conv_step(*arrays, stride=stride, padding=1)
+    for name, a, b in zip(("y", "dx", "dW", "db"), banded, whole):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=name)
 
 
+@pytest.mark.parametrize("band_rows", [1, 2, 3])
+@pytest.mark.parametrize("k,stride,padding", [(3, 1, 1), (3, 2, 1), (5, 1, 2), (5, 2, 0),
+                                              (2, 2, 0), (1, 1, 0), (3, 3, 1)])
+def test_the_bands_of_a_wave_add_into_disjoint_positions(monkeypatch, k, stride, padding,
+                                                         band_rows):
+    """Bands of one wave run on different threads at once: the phase positions their
+    taps add into (dropped columns' zeros included) must never meet."""
+    monkeypatch.setattr(threads, "MIN_ELEMENTS", 0)
+    plan = conv.Phases(np.zeros((2, 1, 15, 11)), k, stride, padding)
+    monkeypatch.setattr(conv, "COLUMN_ELEMENTS", band_rows * plan.rows * plan.Wp * plan.B)
+    plan = conv.Phases(np.zeros((2, 1, 15, 11)), k, stride, padding)
+    rows_of = plan.bands()
+    assert sorted(i for wave in plan.waves() for i in wave) == list(range(len(rows_of)))
+    for wave in plan.waves():
+        seen = set()
+        for i in wave:
+            touched = {(phase, m) for _, phase, src, n in plan.taps(rows_of[i])
+                       for m in range(src, src + n)}
+            assert not touched & seen, (i, sorted(touched & seen)[:3])
+            seen |= touched
+
+
 @pytest.mark.parametrize("stride", [1, 2])
-def test_chunks_on_threads_give_the_same_bits(rng, thread_counts, monkeypatch, stride):
-    """Chunks of the batch on 1, 2, 3 threads (each a run of chunks, BLAS on one
-    thread): the same bits, dW added up in chunk order whoever made each part."""
-    arrays = [a.astype("float32") for a in conv_arrays(rng, (9, 3, 8, 7, 4, 3, 1), stride)]
-    monkeypatch.setattr(conv, "COLUMN_ELEMENTS", 1)  # a chunk per sample
+def test_bands_on_threads_give_the_same_bits(rng, thread_counts, monkeypatch, stride):
+    """Bands on 1, 2, 3 threads (each a run of bands, BLAS on one thread; even bands,
+    then odd ones): the same bits, dW added up in band order whoever made each part."""
+    arrays = [a.astype("float32") for a in conv_arrays(rng, (9, 3, 13, 7, 4, 3, 1), stride)]
+    monkeypatch.setattr(threads, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(conv, "COLUMN_ELEMENTS", 1)
     results = []
     for n in (1, 2, 3):
         thread_counts(n)
@@ -174,23 +200,6 @@ def test_chunks_on_threads_give_the_same_bits(rng, thread_counts, monkeypatch, s
 
 def test_conv_gives_the_same_bits_on_any_number_of_threads(rng, thread_counts):
     bits_on_thread_counts(lambda x: ops.conv2d(x, x[:3, :2], padding=1), rng, thread_counts)
-
-
-def test_short_rows_unbuffered_is_scoped_and_keeps_the_error_settings():
-    """The small ufunc buffer holds inside the block only; errstate's settings are kept
-    inside and restored after (numpy ties the buffer size to errstate's scope)."""
-    x = np.zeros((4, 100), np.float32)
-    before = np.getbufsize()
-    with np.errstate(over="raise"):
-        with conv.short_rows_unbuffered(x):
-            assert np.getbufsize() == conv.SHORT_ROWS_BUFSIZE < before
-            with pytest.raises(FloatingPointError):
-                np.float32(3e38) * np.float32(10)
-        assert np.getbufsize() == before
-    with pytest.raises(ValueError):  # restored after an error inside the block too
-        with conv.short_rows_unbuffered(x):
-            raise ValueError
-    assert np.getbufsize() == before
 
 
 @pytest.mark.skipif(backend.get_backend() != "numpy", reason="only host arrays are lent")

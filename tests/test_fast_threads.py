@@ -157,26 +157,26 @@ def test_ops_give_the_same_numbers_bit_for_bit_on_any_number_of_threads(rng, ste
 
 def test_device_arrays_are_not_cut_into_per_thread_pieces(monkeypatch, rng):
     """On a GPU the pieces would run in order, each launching its own kernels: an op
-    runs once over the batch there (conv2d in chunks of DEVICE_COLUMN_ELEMENTS), and
+    runs once over the batch there (conv2d in bands of DEVICE_COLUMN_ELEMENTS), and
     gives the host's numbers. The device is played by on_host answering no."""
     from tinyunits.fast import conv
     from tinyunits.fast.conv import DEVICE_COLUMN_ELEMENTS, Phases
     threads.set_num_threads(2)
     xpad = np.zeros((400, 32, 28, 28), "float32")  # B2's second conv, batch 400
-    per_sample = 32 * 9 * 26 * 28
-    host_chunks = Phases(xpad[:128], 3, 1, 0).chunks()
+    per_row = 32 * 9 * 28 * 400  # a row of output positions' columns: C*k*k by Wp*B
+    host_bands = Phases(xpad[:128], 3, 1, 0).bands()
     arrays = [rng.normal(size=s) for s in [(6, 3, 9, 8), (4, 3, 3, 3), (4,), (6, 4, 9, 8)]]
     on_host = _conv_step(*arrays, dtype="float64")
     monkeypatch.setattr(threads, "on_host", lambda x: False)
 
-    assert len(host_chunks) > 1 and Phases(xpad[:128], 3, 1, 0).chunks() == [slice(0, 128)]
-    size = DEVICE_COLUMN_ELEMENTS // per_sample
-    assert Phases(xpad, 3, 1, 0).chunks() == [slice(0, size), slice(size, 400)]
+    assert len(host_bands) > 1 and Phases(xpad[:128], 3, 1, 0).bands() == [slice(0, 26)]
+    size = DEVICE_COLUMN_ELEMENTS // per_row
+    assert Phases(xpad, 3, 1, 0).bands() == [slice(0, size), slice(size, 26)]
     assert threads.per_thread(400, 2 ** 30, like=xpad) == [slice(0, 400)]
     calls = []
     threads.split(lambda a: calls.append(a.shape), xpad)
     assert calls == [xpad.shape]
-    for cap in (DEVICE_COLUMN_ELEMENTS, 2 * 27 * 9 * 10):  # one chunk; chunks of 2 images
+    for cap in (DEVICE_COLUMN_ELEMENTS, 2 * 27 * 10 * 6):  # one band; bands of 2 rows
         monkeypatch.setattr(conv, "DEVICE_COLUMN_ELEMENTS", cap)
         for got, want in zip(_conv_step(*arrays, dtype="float64"), on_host):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

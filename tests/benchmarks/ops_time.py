@@ -6,7 +6,8 @@
     python tests/benchmarks/ops_time.py E1 --by-shape      # each op per input shape and stride
 
 Every Function's forward and backward is timed around its call (the time of the
-ops it calls inside is its own: Functions do not nest); `engine, optimiser` is the
+ops it calls inside is its own: Functions do not nest; a drop-in's call of its
+parent's forward or backward is timed once, as the drop-in's); `engine, optimiser` is the
 step's rest. CPU is the process's (all threads, BLAS's spinning included), so on
 several threads an op's CPU above its wall is work shared out, and wall above CPU
 is waiting: for a core, for another thread, for memory. Measure on a quiet machine:
@@ -47,6 +48,8 @@ def timing_every_op(totals, by_shape=False):
 
 def _timed(method, totals, name, by_shape):
     def timed(self, *args):
+        if getattr(self, "_ops_time_inside", False):  # a drop-in calling its parent's method
+            return method(self, *args)
         key = name
         if by_shape:
             if method.__name__ == "forward":
@@ -56,9 +59,11 @@ def _timed(method, totals, name, by_shape):
             key += getattr(self, "_ops_time_shape", "")
         total = totals[key]
         wall, cpu = time.perf_counter(), time.process_time()
+        self._ops_time_inside = True
         try:
             return method(self, *args)
         finally:
+            self._ops_time_inside = False
             total[0] += time.perf_counter() - wall
             total[1] += time.process_time() - cpu
             total[2] += 1

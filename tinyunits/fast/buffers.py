@@ -104,10 +104,15 @@ def give_back(a) -> None:
                 del _State.free[old_key]
 
 
+def memory_order(a):
+    """a's axes from the slowest-varying in memory to the fastest."""
+    return sorted(range(a.ndim), key=lambda axis: -abs(a.strides[axis]))
+
+
 def borrow_like(x, dtype):
-    """`borrow` an array of x's shape, laid out in memory as x is (a channel-major view
-    gets a channel-major array), so that elementwise passes over both run in order."""
-    order = sorted(range(x.ndim), key=lambda axis: -abs(x.strides[axis]))
+    """`borrow` an array of x's shape, laid out in memory as x is (a batch-innermost
+    view gets a batch-innermost array), so that elementwise passes over both run in order."""
+    order = memory_order(x)
     a = borrow(get_array_module(x), tuple(x.shape[axis] for axis in order), dtype)
     return a.transpose([order.index(axis) for axis in range(x.ndim)])
 

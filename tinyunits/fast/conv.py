@@ -1,88 +1,67 @@
-"""conv2d's drop-in: the reference's im2col, products and col2im, over chunks of the batch.
+"""conv2d's drop-in: the reference's im2col, products and col2im, batch innermost.
 
-The reference (tinyunits/ops/conv.py) makes the columns of the whole batch and
-multiplies once. The columns are k*k times the input (85 MB for a 32-channel 3x3
-layer on 26x26 maps at batch 128), so here they are never held whole: both passes
-walk over chunks of the batch of about COLUMN_ELEMENTS columns' worth (4 MB of
-float32), each chunk's columns made in one reused buffer (tinyunits.fast.buffers)
-while they are still in the cache, and backward makes them again from the input it
-kept instead of keeping them (a copy costs less than the memory traffic and page
-faults of holding them). dW adds up the chunks' products in chunk order. The column
-gradient is made per chunk too, and col2im adds it back at once. The chunks are
-shared out over the CPU threads (tinyunits.fast.threads), each thread a run of
-chunks, copies and products, writing its own samples.
+The reference (tinyunits/ops/conv.py) lays its columns out `(C*k*k, B*Ho*Wo)`, column
+(b, h, w), and makes them from k*k strided views: each tap's copy is B*C runs of Wo
+(or Ho*Wo) numbers. On lesson 1's 7x7 and 4x4 maps those runs are a few numbers
+long and NumPy's loop over them, not the arithmetic, is the cost. Here the batch is
+the fastest-varying axis, as in cuda-convnet's (C, H, W, B) layout: a column is
+(h, w, b), so each tap's copy of a band of output rows is one contiguous run per
+channel, `nh*Wp*B` numbers, and col2im adds it back in one run too. y and dx are
+returned as (B, C, H, W) views of (C, H, W, B) arrays (batch innermost); the next
+conv reads such an input without reordering it, and elementwise ops keep its layout.
 
-The columns are read from the stride's phases of the padded input (`Phases`): each
-tap's copy and each tap's add back is then one run of Ho*Wp per image, on any stride,
-instead of Ho runs of Wo.
+The input is split into the stride's phases (`Phases`), `phase[a, b][c, i, l, j] =
+xpad[j, c, i*s + a, l*s + b]` (each (Hp, Wp), Hp = ceil(Hpad/s)), made in one copy
+that also pads. Tap (p, q) of output position (h, w) reads phase[p % s, q % s] at
+(h + p//s, w + q//s): a stride-1 window of one phase. So a column is made for every
+position `m = h*Wp + w` (h < Ho, every w < Wp), and tap (p, q) of a band of rows is
+one slice of its phase's positions, from `m + (p//s)*Wp + q//s`. Only the columns
+with w < Wo are real; the others mix the ends of two rows and are computed and
+dropped (y), and given a zero gradient (g), so that they add nothing to dW, and
+zeros to dx. The products are Wp/Wo longer (14% for 3x3 on 14x14, 25% for stride 2
+on 7x7). Stride 1 without padding has one phase, the input itself: no copy when it
+arrives batch innermost.
 
-The columns are `(C*k*k, B*Ho*Wp)`, ordered as the reference's, so the copy that
-builds them reads the input along its rows, and the product writes the output
-channel-major,
-(out, B, Ho, Wo), returned as a (B, out, Ho, Wo) view: elementwise ops keep its
-layout, and the next im2col or backward reads it without reordering. (Rows of
-`(B*Ho*Wo, C*k*k)` instead would cost transposing copies in im2col and in the input
-gradient, about 3x slower for a 32-channel layer.)
+A large layer is cut into bands of output rows of about COLUMN_ELEMENTS columns'
+worth (4 MB of float32), each band's columns made in one reused buffer
+(tinyunits.fast.buffers) while they are still in the cache, and backward makes them
+again from the phases instead of keeping them. The bands are shared out over the
+CPU threads (tinyunits.fast.threads), each thread a run of bands, BLAS on one thread
+meanwhile. In backward a band adds into the input rows of the next bands too, so the
+bands run in waves of bands far enough apart never to meet (`Phases.waves`: for a
+3x3 kernel, bands 0, 4, 8, ... of one row, then 1, 5, 9, ..., and so on), on
+any number of threads: every element's sum is added in the same order at every
+thread count. dW and db add up per band, in band order. A layer too small to share out (under threads.MIN_ELEMENTS columns' worth: a
+hand-off between Python threads costs more than it brings, as the measurements in
+tests/benchmarks/README.md show) is one band, and keeps its columns from forward.
 
-y and dx are the reference's numbers but for BLAS's blocking of products of
-another size; dW and db add up per chunk, in another order than one product's sum.
+y and dx are the reference's numbers but for BLAS's blocking of products of another
+size; dW and db add up per band, in another order than one product's sum.
 """
-import contextlib
-
 from ..backend import get_array_module, host_module
 from ..ops import conv
 from ..ops.reduction import wide_sum
 from ..tensor import grad_enabled
-from . import buffers, cuda, threads
+from . import buffers, threads
 
-COLUMN_ELEMENTS = 2 ** 20  # columns per chunk of the batch: 4 MB of float32, cache-sized
-DEVICE_COLUMN_ELEMENTS = 2 ** 26  # on a GPU: 256 MB of float32, a launch per tap per chunk
-MIN_CHUNKS = 4  # so that a small layer's batch is shared out over the threads too
-SHORT_ROWS_BUFSIZE = 192  # rows of 64 or more are passed to the loops unbuffered
+COLUMN_ELEMENTS = 2 ** 20  # columns per band: 4 MB of float32, cache-sized
+DEVICE_COLUMN_ELEMENTS = 2 ** 26  # on a GPU: 256 MB of float32, a launch per tap per band
+MIN_BANDS = 4  # so that a large layer's rows are shared out over the threads too
 
 
-def chunks(n: int, size: int):
+def bands(n: int, size: int):
     return [slice(start, min(start + size, n)) for start in range(0, n, size)]
 
 
-@contextlib.contextmanager
-def short_rows_unbuffered(a):
-    """NumPy's ufuncs copy an operand's rows through their buffers (8192 elements) when
-    a row is shorter than the buffer over the operands (2730 for `a += b`): a strided
-    pass over rows of a few hundred then costs 3x a contiguous one. A small buffer for
-    the block lets the rows go to the loops as they are. (NumPy ties the buffer size to
-    errstate's scope.)"""
-    if cuda.on_gpu(a):
-        yield
-        return
-    np = host_module()
-    with np.errstate():
-        np.setbufsize(SHORT_ROWS_BUFSIZE)
-        yield
-
-
 class Phases:
-    """im2col and col2im over the stride's phases of the padded input, a chunk of the
-    batch at a time.
+    """im2col and col2im over the stride's phases of the padded input, batch innermost,
+    a band of output rows at a time.
 
-    Stride s splits the padded input into `s*s` phases, `phase[a, b][c, j, i, l] =
-    xpad[j, c, i*s + a, l*s + b]` (each (Hp, Wp), Hp = ceil(H/s)), made in one copy that
-    also pads. Tap (p, q) of output position (h, w) reads `xpad[j, c, h*s + p, w*s + q]
-    = phase[p % s, q % s][c, j, h + p//s, w + q//s]`: a stride-1 window of one phase.
-    So a column is made for every position `m = h*Wp + w` (h < Ho, every w < Wp), and
-    tap (p, q) of a chunk's columns is one slice of its phase, `[c, j, m + (p//s)*Wp +
-    q//s]`, runs of `Ho*Wp` copied in one pass (not Ho runs of Wo per image, channel and
-    tap, each a numpy loop and, on two threads, a hand-over of the GIL); col2im adds
-    each tap's rows back to its phase in one pass, and one copy per phase puts the
-    phases' gradient back in place. Only the columns with w < Wo are real; the others
-    mix the ends of two rows and are computed and dropped (y), and given a zero
-    gradient (g), so that they add nothing to dW, and zeros to dx. The products are
-    Wp/Wo longer (8% for 3x3 on 26x26, 14% for stride 2 on 14x14). Stride 1 without
-    padding has one phase, the input itself: no copy.
-
-    A chunk's columns are `(C*k*k, n*per_sample)`, per_sample = Ho*Wp positions.
-    `output(cols_product, y, I, b)` and `grad(g, I)` move between that layout and
-    the (out, B, Ho, Wo) one of y and g.
+    The phases are `(s, s, C, Hp*Wp, B)`. A band of rows [h0, h1) has `n = (h1-h0)*Wp`
+    positions and its columns are `(C*k*k, n*B)`; tap (p, q) of them is
+    `phase[p % s, q % s][:, m0 + start : m0 + start + n]`, m0 = h0*Wp, start =
+    (p//s)*Wp + q//s: one run of n*B per channel. `output(product, y, rows, b)` and
+    `grad(g, rows)` move between that layout and the (out, Ho, Wo, B) one of y and g.
     """
 
     def __init__(self, x, k: int, stride: int, padding: int):
@@ -91,104 +70,100 @@ class Phases:
         s, (Hpad, Wpad) = stride, (n + 2 * padding for n in x.shape[2:])
         self.Ho, self.Wo = (Hpad - k) // s + 1, (Wpad - k) // s + 1
         self.Hp, self.Wp = -(-Hpad // s), -(-Wpad // s)
-        self.per_sample = self.Ho * self.Wp
         self.rows = self.C * k * k
-        xt = x.transpose(1, 0, 2, 3)  # (C, B, H, W): the columns' order
+        xt = x.transpose(1, 2, 3, 0)  # (C, H, W, B): the columns' order
         if s == 1 and not padding:
-            phases = self.xp.reshape(xt, (1, 1, self.C, self.B, -1))  # a view in either layout
+            phases = self.xp.reshape(xt, (1, 1, self.C, self.H, self.W, self.B))  # a view, if it can
         else:
-            phases = self.xp.zeros((s, s, self.C, self.B, self.Hp, self.Wp), dtype=x.dtype)
+            phases = self.xp.zeros((s, s, self.C, self.Hp, self.Wp, self.B), dtype=x.dtype)
             for a, b, in_x, in_phase in self.parts():
                 phases[(a, b) + in_phase] = xt[in_x]
-        self.phases = phases.reshape(s, s, self.C, self.B, -1)  # (s, s, C, B, Hp*Wp)
+        self.phases = phases.reshape(s, s, self.C, self.Hp * self.Wp, self.B)
 
     def parts(self):
-        """(a, b, in_x, in_phase) per phase: the index of its entries in xt (C, B, H, W)
-        and in the phase (C, B, Hp, Wp), padding left out."""
-        s, p = self.s, self.pad
+        """(a, b, in_x, in_phase) per phase: the index of its entries in xt (C, H, W, B)
+        and in the phase (C, Hp, Wp, B), padding left out."""
+        s, p, every = self.s, self.pad, slice(None)
         for a in range(s):
             for b in range(s):
                 (r, i), (c, j) = (_first_inside(a, s, p), _first_inside(b, s, p))
                 nr, nc = len(range(r, self.H, s)), len(range(c, self.W, s))
-                yield (a, b, (slice(None), slice(None), slice(r, None, s), slice(c, None, s)),
-                       (slice(None), slice(None), slice(i, i + nr), slice(j, j + nc)))
+                yield (a, b, (every, slice(r, None, s), slice(c, None, s), every),
+                       (every, slice(i, i + nr), slice(j, j + nc), every))
 
-    def taps(self):
-        """(p, q, phase, start, L) per tap: it reads `L = Ho*Wp` positions of its phase
-        from `start` on, but the last taps, which read fewer, up to the phase's end (the
-        rest would be past it, read only by dropped columns)."""
-        s, size = self.s, self.Hp * self.Wp
+    def bands(self):
+        """Bands of output rows of about COLUMN_ELEMENTS columns (at least a row), and
+        at least MIN_BANDS of them; one band for a layer too small to share out. On a
+        GPU, bands of DEVICE_COLUMN_ELEMENTS: each band costs a kernel launch per tap,
+        and no thread shares them out."""
+        per_row = self.rows * self.Wp * self.B
+        if not threads.on_host(self.phases):
+            return bands(self.Ho, max(1, DEVICE_COLUMN_ELEMENTS // per_row))
+        if per_row * self.Ho < threads.MIN_ELEMENTS:
+            return [slice(0, self.Ho)]
+        return bands(self.Ho, max(1, min(COLUMN_ELEMENTS // per_row, -(-self.Ho // MIN_BANDS))))
+
+    def waves(self):
+        """The bands as waves whose bands add into disjoint parts of the phases'
+        gradient: a band's last taps reach r = (k-1)//s phase rows past its own rows,
+        and r positions into the row after (its dropped columns' zeros, added too), so
+        bands `apart` apart never meet."""
+        rows_of, r = self.bands(), (self.k - 1) // self.s
+        height = rows_of[0].stop - rows_of[0].start
+        apart = 1 + -(-(r + 1) // height) if r else 1
+        return [range(first, len(rows_of), apart) for first in range(apart)]
+
+    def taps(self, rows):
+        """(p, q, phase, src, n) per tap for the band `rows`: it reads n positions of its
+        phase from src on; the last taps of the last band read fewer, up to the phase's
+        end (the rest would be past it, read only by dropped columns)."""
+        s, size, m0 = self.s, self.Hp * self.Wp, rows.start * self.Wp
+        n = (rows.stop - rows.start) * self.Wp
         for p in range(self.k):
             for q in range(self.k):
-                start = (p // s) * self.Wp + q // s
-                yield p, q, (p % s, q % s), start, min(self.per_sample, size - start)
+                src = m0 + (p // s) * self.Wp + q // s
+                yield p * self.k + q, (p % s, q % s), src, min(n, size - src)
 
-    def chunks(self):
-        """Chunks of about COLUMN_ELEMENTS columns, and at least MIN_CHUNKS of them (the
-        threads share out chunks; a fixed count, so any thread count adds up dW alike).
-        One chunk for a layer too small to share out (threads.per_thread would run its
-        chunks in order, each paying a chunk's dozen numpy calls: lesson 1's 14x14 VGG).
-        On a GPU, chunks of DEVICE_COLUMN_ELEMENTS: each chunk costs a kernel launch per
-        tap, and no thread shares them out."""
-        columns = self.rows * self.per_sample
-        if not threads.on_host(self.phases):
-            return chunks(self.B, max(1, DEVICE_COLUMN_ELEMENTS // columns))
-        if columns * self.B < threads.MIN_ELEMENTS:
-            return [slice(0, self.B)]
-        size = min(COLUMN_ELEMENTS // columns, -(-self.B // MIN_CHUNKS))
-        return chunks(self.B, max(1, size))
+    def fill(self, cols, rows):
+        """cols `(C*k*k, n*B)` = the columns of the band `rows`."""
+        cols = cols.reshape(self.C, self.k * self.k, -1, self.B)
+        for tap, phase, src, n in self.taps(rows):
+            cols[:, tap, :n] = self.phases[phase][:, src:src + n]
+            cols[:, tap, n:] = 0
 
-    def fill(self, cols, I):
-        """cols `(C*k*k, n*per_sample)` = the columns of the chunk I of the batch."""
-        cols = cols.reshape(self.C, self.k, self.k, I.stop - I.start, self.per_sample)
-        for p, q, phase, start, L in self.taps():
-            cols[:, p, q, :, :L] = self.phases[phase][:, I, start:start + L]
-            if L < self.per_sample:
-                cols[:, p, q, :, L:] = 0
+    def output(self, product, y, rows, b):
+        """y[:, rows] = product + b (per output channel), product the band's columns'
+        product with W, (out, n*B); y (out, Ho, Wo, B)."""
+        wide = product.reshape(y.shape[0], -1, self.Wp, self.B)[:, :, :self.Wo]
+        if b is None:
+            y[:, rows] = wide
+        else:
+            self.xp.add(wide, b[:, None, None, None], out=y[:, rows])
 
-    def output(self, yI, y, I, b):
-        """y[:, I] = yI + b, yI the product of W and the chunk's columns (out, n*per_sample)."""
-        wide = yI.reshape(y.shape[0], -1, self.Ho, self.Wp)
-        _add_bias(wide[..., :self.Wo], b, y[:, I])
+    def grad(self, g, rows, out):
+        """g[:, rows] (g: (out, Ho, Wo, B)) as the gradient of the band's product, in
+        `out` (out, n*B): zero in the dropped columns."""
+        wide = out.reshape(g.shape[0], -1, self.Wp, self.B)
+        wide[:, :, self.Wo:] = 0
+        wide[:, :, :self.Wo] = g[:, rows]
+        return out
 
-    def input_grad_array(self, dtype):
-        """The phases' gradient `(s, s, C, B, Hp*Wp)` that add_back adds into: not zeroed
-        when every phase has a tap that writes its part first (see add_back)."""
-        make = self.xp.empty if self.k >= self.s else self.xp.zeros
-        return make(self.phases.shape, dtype=dtype)
-
-    @contextlib.contextmanager
-    def grad(self, g, I):
-        """`with plan.grad(g, I) as gI:` g[:, I] (g: (out, B, Ho, Wo)) as the gradient of
-        the chunk's product (out, n*per_sample): zero in the dropped columns."""
-        with buffers.borrowed(self.xp, (g.shape[0], I.stop - I.start, self.Ho, self.Wp),
-                              g.dtype) as wide:
-            wide[..., self.Wo:] = 0  # the dropped columns only: the rest is g
-            wide[..., :self.Wo] = g[:, I]
-            yield wide.reshape(g.shape[0], -1)
-
-    def add_back(self, gphases, dcols, I):
-        """gphases += col2im of dcols `(C*k*k, n*per_sample)`, the chunk I."""
-        dcols = dcols.reshape(self.C, self.k * self.k, -1, self.per_sample)
-        with short_rows_unbuffered(gphases):  # the rows are Ho*Wp long
-            for p, q, phase, start, L in self.taps():
-                part = gphases[phase][:, I]
-                if p < self.s and q < self.s:  # the phase's first tap (start 0) sets its part
-                    part[..., :L] = dcols[:, p * self.k + q]
-                    part[..., L:] = 0
-                else:
-                    part[..., start:start + L] += dcols[:, p * self.k + q, :, :L]
+    def add_back(self, gphases, dcols, rows):
+        """gphases += col2im of dcols `(C*k*k, n*B)`, the band `rows`."""
+        dcols = dcols.reshape(self.C, self.k * self.k, -1, self.B)
+        for tap, phase, src, n in self.taps(rows):
+            gphases[phase][:, src:src + n] += dcols[:, tap, :n]
 
     def input_grad(self, gphases):
-        """dx (B, C, H, W), channel-major, from the phases' gradient."""
-        gphases = gphases.reshape(gphases.shape[:4] + (self.Hp, self.Wp))
+        """dx (B, C, H, W), batch innermost, from the phases' gradient."""
+        gphases = gphases.reshape(gphases.shape[:3] + (self.Hp, self.Wp, self.B))
         if self.s == 1:  # a view of the one phase, the padding cropped
             p = self.pad
-            return gphases[0, 0, :, :, p:p + self.H, p:p + self.W].transpose(1, 0, 2, 3)
-        gx = self.xp.empty((self.C, self.B, self.H, self.W), dtype=gphases.dtype)
+            return gphases[0, 0, :, p:p + self.H, p:p + self.W].transpose(3, 0, 1, 2)
+        gx = self.xp.empty((self.C, self.H, self.W, self.B), dtype=gphases.dtype)
         for a, b, in_x, in_phase in self.parts():
             gx[in_x] = gphases[(a, b) + in_phase]
-        return gx.transpose(1, 0, 2, 3)
+        return gx.transpose(3, 0, 1, 2)
 
 
 def _first_inside(a: int, s: int, padding: int):
@@ -196,15 +171,6 @@ def _first_inside(a: int, s: int, padding: int):
     row r there."""
     i = max(0, -(-(padding - a) // s))
     return i * s + a - padding, i
-
-
-def _add_bias(product, b, out):
-    """out = product + b (per output channel; b None: a copy), while out is in the cache.
-    Two passes: a ufunc over product's strided (cropped) view costs numpy's iterator
-    per row of Wo, 2x the copy, which takes another path; out's add is one run per channel."""
-    out[...] = product
-    if b is not None:
-        out += b[:, None, None, None]
 
 
 class Conv2d(conv.Conv2d):
@@ -216,47 +182,42 @@ class Conv2d(conv.Conv2d):
         self.W, self.plan, self.kept = W, Phases(x, k, self.stride, p), None
         plan, xp, W2 = self.plan, get_array_module(x), W.reshape(W.shape[0], -1)
         dtype = host_module().result_type(x.dtype, W.dtype)  # as x @ W: int x, float W: float
-        y = xp.empty((W.shape[0], x.shape[0], plan.Ho, plan.Wo), dtype=dtype)
+        y = xp.empty((W.shape[0], plan.Ho, plan.Wo, plan.B), dtype=dtype)
 
-        def chunk(k, I, cols):
-            with buffers.borrowed(xp, (W.shape[0], cols.shape[1]), dtype) as yI:
-                plan.output(xp.matmul(W2, cols, out=yI), y, I, b)
-        self._over_chunks(chunk)
-        return y.transpose(1, 0, 2, 3)
+        def band(i, rows, cols):
+            with buffers.borrowed(xp, (W.shape[0], cols.shape[1]), dtype) as product:
+                plan.output(xp.matmul(W2, cols, out=product), y, rows, b)
+        self._over_bands(band, [range(len(plan.bands()))])
+        return y.transpose(3, 0, 1, 2)
 
-    def _over_chunks(self, work):
-        """work(k, I, cols) for each chunk k of the batch: I its samples, cols `(C*k*k,
-        n*per_sample)` its columns, made in a buffer reused from chunk to chunk.
-
-        With several threads, each thread takes a run of chunks, products and all,
-        with BLAS on one thread meanwhile: one hand-off per pass. (Threads that meet
-        at every chunk, BLAS's and ours, wait for a core at every meeting on a machine
-        with other work, and OpenBLAS on two threads spent 5x the CPU time of one on
-        small convolutions such as lesson 1's.) A layer of one chunk keeps its columns
+    def _over_bands(self, work, waves):
+        """work(i, rows, cols) for each band i in each wave (a list of band numbers; the
+        waves one after the other): rows its output rows, cols `(C*k*k, n*B)` its columns,
+        made in a buffer reused from band to band. A layer of one band keeps its columns
         from forward for backward (`kept`, given back by release), while a graph is
         recorded: for a layer this small they cost less to keep than to make again."""
-        plan, chunked = self.plan, self.plan.chunks()
-        size = plan.rows * (chunked[0].stop - chunked[0].start) * plan.per_sample
-        if len(chunked) == 1 and (self.kept is not None or grad_enabled.get()):
+        plan, rows_of = self.plan, self.plan.bands()
+        size = plan.rows * (rows_of[0].stop - rows_of[0].start) * plan.Wp * plan.B
+        if len(rows_of) == 1 and (self.kept is not None or grad_enabled.get()):
             if self.kept is None:
                 self.kept = buffers.borrow(plan.xp, (size,), plan.phases.dtype)
                 self.kept = self.kept.reshape(plan.rows, -1)  # given back whole (its base)
-                plan.fill(self.kept, chunked[0])
-            with threads.blas_serial(like=plan.phases):
-                work(0, chunked[0], self.kept)
+                plan.fill(self.kept, rows_of[0])
+            work(0, rows_of[0], self.kept)
             return
 
-        def run(ks):
+        def run(wave, I):
             with buffers.borrowed(plan.xp, (size,), plan.phases.dtype) as buf:
-                for k in range(ks.start, ks.stop):
-                    I = chunked[k]
-                    cols = buf[:plan.rows * (I.stop - I.start) * plan.per_sample]
+                for i in wave[I]:
+                    rows = rows_of[i]
+                    cols = buf[:plan.rows * (rows.stop - rows.start) * plan.Wp * plan.B]
                     cols = cols.reshape(plan.rows, -1)
-                    plan.fill(cols, I)
-                    work(k, I, cols)
+                    plan.fill(cols, rows)
+                    work(i, rows, cols)
         with threads.blas_serial(like=plan.phases):
-            threads.run_per_thread(run, len(chunked), plan.rows * plan.per_sample * plan.B,
-                                   like=plan.phases)
+            for wave in waves:
+                threads.run_per_thread(lambda I, wave=wave: run(wave, I), len(wave),
+                                       size * len(wave), like=plan.phases)
 
     def release(self):
         if self.kept is not None:
@@ -265,26 +226,28 @@ class Conv2d(conv.Conv2d):
 
     def backward(self, g):
         W, plan = self.W, self.plan
-        g = g.transpose(1, 0, 2, 3)  # (out, B, Ho, Wo), as the product made it
+        g = g.transpose(1, 2, 3, 0)  # (out, Ho, Wo, B), as the product made it
         xp, W2 = get_array_module(g), W.reshape(W.shape[0], -1)
-        gphases = plan.input_grad_array(g.dtype) if self.needs_grad(0) else None
-        parts = [None] * len(plan.chunks())  # each chunk's share of dW^T
-        sums = [None] * len(parts)  # and of db, on the threads too
+        need_dx = self.needs_grad(0)
+        gphases = xp.zeros(plan.phases.shape, dtype=g.dtype) if need_dx else None
+        n = len(plan.bands())
+        parts, sums = [None] * n, [None] * n  # each band's share of dW^T and of db
         has_bias = len(self.inputs) == 3
 
-        def chunk(k, I, cols):
+        def band(i, rows, cols):
             if has_bias:
-                sums[k] = wide_sum(g[:, I], (1, 2, 3))  # float32 added in float64
-            with plan.grad(g, I) as gI:
-                parts[k] = cols @ gI.T  # dW = g cols^T, as its transpose: the faster product
-                if gphases is not None:
+                sums[i] = wide_sum(g[:, rows], (1, 2, 3))  # float32 added in float64
+            with buffers.borrowed(xp, (g.shape[0], cols.shape[1]), g.dtype) as gI:
+                plan.grad(g, rows, gI)
+                parts[i] = cols @ gI.T  # dW = g cols^T, as its transpose: the faster product
+                if need_dx:
                     with buffers.borrowed(xp, cols.shape, g.dtype) as dcols:
-                        plan.add_back(gphases, xp.matmul(W2.T, gI, out=dcols), I)  # W^T g
-        self._over_chunks(chunk)
+                        plan.add_back(gphases, xp.matmul(W2.T, gI, out=dcols), rows)  # W^T g
+        self._over_bands(band, plan.waves())
         gWt, gb = parts[0], sums[0]
-        for k in range(1, len(parts)):  # in chunk order, whichever thread made them
-            gWt += parts[k]
+        for i in range(1, n):  # in band order, whichever thread made them
+            gWt += parts[i]
             if has_bias:
-                gb += sums[k]
+                gb += sums[i]
         gW = xp.ascontiguousarray(gWt.T).reshape(W.shape)
-        return None if gphases is None else plan.input_grad(gphases), gW, gb
+        return plan.input_grad(gphases) if need_dx else None, gW, gb

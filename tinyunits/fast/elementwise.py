@@ -1,15 +1,25 @@
 """ReLU's drop-in: the reference's finite_below(x) * mask, mask = not x <= 0, each CPU
-thread its share of the batch.
+thread its share of x.
 
-NumPy runs an elementwise pass on one core; here the batch is split over the
-threads (tinyunits.fast.threads), each pass writing into its output (no
-temporaries), and the mask is a buffer lent from step to step
-(tinyunits.fast.buffers), laid out as x (channel-major after a conv). The same
+NumPy runs an elementwise pass on one core; here x is split over the threads
+(tinyunits.fast.threads) along its slowest axis in memory, each pass writing into
+its output (no temporaries), and the mask is a buffer lent from step to step
+(tinyunits.fast.buffers), laid out as x (batch innermost after a conv). The same
 bits as the reference: each element is the same product.
 """
 from ..backend import get_array_module
 from ..ops import elementwise
 from . import buffers, threads
+
+
+def in_memory_order(first, *others):
+    """Views of the arrays with their axes in the first one's memory order, slowest
+    first: the threads then split its outermost axis in contiguous parts (a conv's
+    output has the batch innermost), and NumPy's loops run along its fastest axis (its
+    own choice of loop order loses its way when an operand is broadcast: 4x slower on
+    lesson 1's last ReLU, whose gradient is a mean's)."""
+    order = buffers.memory_order(first)
+    return [a.transpose(order) for a in (first, *others)]
 
 
 class ReLU(elementwise.ReLU):
@@ -23,16 +33,17 @@ class ReLU(elementwise.ReLU):
             if x.dtype.kind == "f":  # -inf raised to the lowest finite number (finite_below)
                 x = xp.clip(x, xp.finfo(x.dtype).min, xp.inf, out=y)
             xp.multiply(x, mask, out=y)
-        threads.split(part, x, y, self.mask)
+        threads.split(part, *in_memory_order(x, y, self.mask))
         return y
 
     def backward(self, g):
         xp = get_array_module(g)
-        # g's layout (the cheaper pass when it is not x's); DAC's blocks pass g broadcast
-        # along their inputs
-        gx = xp.empty_like(g if g.shape == self.mask.shape else self.mask, dtype=g.dtype)
-        g = xp.broadcast_to(g, gx.shape)
-        threads.split(lambda g, mask, gx: xp.multiply(g, mask, out=gx), g, self.mask, gx)
+        # g's layout (the cheaper pass when it is not x's), but x's when g is broadcast (a
+        # mean's gradient; DAC's blocks pass g broadcast along their inputs)
+        broadcast = g.shape != self.mask.shape or 0 in g.strides
+        gx = xp.empty_like(self.mask if broadcast else g, dtype=g.dtype)
+        threads.split(lambda gx, g, mask: xp.multiply(g, mask, out=gx),
+                      *in_memory_order(gx, xp.broadcast_to(g, gx.shape), self.mask))
         return (gx,)
 
     def release(self):

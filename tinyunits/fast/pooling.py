@@ -4,18 +4,13 @@ The reference (tinyunits/ops/pooling.py) makes a new array for every pass over t
 k*k views. Here every pass writes into its output (`out=`), so a step makes no
 temporaries, and the passes are split over the batch on the CPU threads
 (tinyunits.fast.threads), each thread its own samples. The output and dx are laid
-out as x (channel-major after a conv), and max pooling's positions are a buffer lent
+out as x (batch innermost after a conv), and max pooling's positions are a buffer lent
 from step to step (tinyunits.fast.buffers). The same bits as the reference: each
 element is the same maximum, sum or product, in the same order.
 """
 from ..backend import get_array_module
 from ..ops import pooling
 from . import buffers, threads
-
-
-def _order(a):
-    """a's axes from the slowest-varying in memory to the fastest."""
-    return sorted(range(a.ndim), key=lambda axis: -abs(a.strides[axis]))
 
 
 def _copy_laid_out_as(a, like):
@@ -30,8 +25,8 @@ class _Threaded:
 
     def forward(self, x):
         windows = self.windows(x)
-        self.x = x  # for backward: dx is laid out as x (channel-major after a conv)
-        # x's layout (channel-major after a conv); an average of integers is float64
+        self.x = x  # for backward: dx is laid out as x (batch innermost after a conv)
+        # x's layout (batch innermost after a conv); an average of integers is float64
         y = get_array_module(x).empty_like(windows[0], dtype=self.out_dtype(x.dtype))
         self.start(y)
         threads.run_per_thread(lambda I: self.pool_part([w[I] for w in windows], y[I], I),
@@ -45,7 +40,7 @@ class _Threaded:
         views = self.windows(gx)
         # as a flattening's gradient arrives: batch-major. Copied to dx's layout (one pass
         # over g, not k*k mixed-order ones), each thread its share
-        relayout = _order(g) != _order(views[0])
+        relayout = buffers.memory_order(g) != buffers.memory_order(views[0])
 
         def piece(I):
             gI = _copy_laid_out_as(g[I], views[0][I]) if relayout else g[I]

@@ -17,8 +17,8 @@ reshaped to `(out, C*k*k)` times the columns. Backward, with g = dL/dy as an
 The product comes out channel-major, (out, B, Ho, Wo), and y is returned as its
 (B, out, Ho, Wo) view: no copy to reorder it.
 
-tinyunits.fast.conv holds a faster drop-in computing the same numbers (the batch in
-cache-sized chunks over the CPU threads, and a wider column layout for stride 1).
+tinyunits.fast.conv holds a faster drop-in computing the same numbers (the batch as
+the innermost axis, bands of output rows in cache-sized pieces over the CPU threads).
 """
 from .. import validate
 from ..backend import get_array_module, sliding_window_view
