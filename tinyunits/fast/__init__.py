@@ -24,7 +24,7 @@ import contextlib
 
 from .. import ops, optim as reference_optim
 from ..function import Replaceable
-from . import cudnn, elementwise, normalization, optim, pooling
+from . import cudnn, elementwise, normalization, optim, pooling, reduction
 from .buffers import steady_allocator
 from .threads import available_cores, blas_limited, get_num_threads, set_num_threads
 
@@ -35,6 +35,7 @@ DROP_INS: dict = {
     ops.normalization.BatchNorm: normalization.BatchNorm,
     ops.pooling.MaxPool2d: pooling.MaxPool2d,
     ops.pooling.AvgPool2d: pooling.AvgPool2d,
+    ops.reduction.Mean: reduction.Mean,
     reference_optim.SGD: optim.SGD,
     reference_optim.Adam: optim.Adam,
     reference_optim.AdamW: optim.AdamW,
