@@ -1,6 +1,6 @@
 """tinyunits.fast.normalization: BatchNorm's drop-in against its reference
-(tinyunits.ops.normalization) and against float64, on 2-D and 4-D inputs in either
-layout, with and without beta, in training and evaluation mode, its passes whole and
+(tinyunits.ops.normalization) and against float64, on 2-D inputs in either layout and
+4-D ones in each of four, with and without beta, in training and evaluation mode, its passes whole and
 split over threads; its float32 sums as accurate as the reference's float64 ones."""
 import numpy as np
 import pytest
@@ -9,10 +9,23 @@ import tinyunits as tu
 from tinyunits import backend, ops
 from tinyunits.fast import normalization
 
-from fast_support import assert_same_bits, channel_major, threading  # noqa: F401
+from fast_support import assert_same_bits, threading  # noqa: F401
 
 U = np.finfo(np.float32).eps / 2  # float32's unit roundoff
 SHAPES = [(6, 3, 5, 4), (64, 8, 7, 7), (9, 4)]
+
+
+# a (B, C, H, W) input as an array of its values in this order of axes: conv2d's
+# drop-ins return (C, H, W, B) ("batch innermost"); the reference's im2col, (C, B, H, W)
+LAYOUTS = {"batch": (0, 1, 2, 3), "channel": (1, 0, 2, 3), "batch innermost": (1, 2, 3, 0),
+           "channel innermost": (0, 2, 3, 1)}
+
+
+def laid_out(x, layout):
+    """x's values in a view of an array laid out in memory as LAYOUTS[layout] says (a 2-D
+    x: batch, or transposed)."""
+    order = LAYOUTS[layout] if x.ndim == 4 else ((0, 1) if layout == "batch" else (1, 0))
+    return np.ascontiguousarray(x.transpose(order)).transpose(np.argsort(order))
 
 
 def arrays(rng, shape, offset=1.0):
@@ -42,7 +55,7 @@ NAMES = ("y", "dx", "dgamma", "dbeta", "running_mean", "running_var")
 
 
 @pytest.mark.parametrize("with_beta", [True, False])
-@pytest.mark.parametrize("layout", ["batch", "channel"])
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_the_drop_in_equals_the_reference_to_float32_roundoff(rng, threading, shape, layout,
                                                               with_beta):
@@ -50,12 +63,14 @@ def test_the_drop_in_equals_the_reference_to_float32_roundoff(rng, threading, sh
     of the float64 answer (relative to each output's largest entry); float32 in, float32
     out."""
     x, gamma, beta, g = arrays(rng, shape)
-    if layout == "channel":
-        if len(shape) == 2:
-            pytest.skip("a 2-D input has one layout")
-        x = channel_major(x)
-    beta = beta if with_beta else None
-    assert made_by(x, gamma, beta if with_beta else np.zeros_like(gamma)) is normalization.BatchNorm
+    if len(shape) == 2 and layout not in ("batch", "channel"):
+        pytest.skip("a 2-D input has two layouts")
+    assert_near_float64(laid_out(x, layout), gamma, beta if with_beta else None, g)
+
+
+def assert_near_float64(x, gamma, beta, g):
+    assert made_by(x, gamma, np.zeros_like(gamma) if beta is None else beta) is \
+        normalization.BatchNorm
     fast = bn_step(x, gamma, beta, g, "float32")
     with tu.fast.disabled():
         reference = bn_step(x, gamma, beta, g, "float32")
@@ -71,15 +86,28 @@ def test_the_drop_in_equals_the_reference_to_float32_roundoff(rng, threading, sh
         assert np.abs(b - e).max() <= 16 * U * scale, (name, "reference")
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("shape", [(6, 3, 4, 3), (5, 2, 7, 1)])
+def test_runs_longer_than_max_run_are_cut_into_runs_as_long_as_a_divisor(rng, monkeypatch,
+                                                                          shape, layout):
+    """At MAX_RUN = 4: 12 positions in runs of 4, a batch of 6 in runs of 3, 7 positions
+    (a prime) added up in float64 only."""
+    monkeypatch.setattr(normalization, "MAX_RUN", 4)
+    normalization._run_length.cache_clear()
+    try:
+        x, gamma, beta, g = arrays(rng, shape)
+        assert_near_float64(laid_out(x, layout), gamma, beta, g)
+    finally:
+        normalization._run_length.cache_clear()
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 def test_the_drop_in_passes_gradcheck(rng, threading, shape):
     x, gamma, beta, _ = arrays(rng, shape)
     zeros, ones = np.zeros(shape[1]), np.ones(shape[1])
     assert made_by(x, gamma, beta) is normalization.BatchNorm
-    for args in ([x, gamma, beta], [channel_major(x), gamma, beta] if x.ndim == 4 else None,
-                 [x, gamma]):
-        if args is None:
-            continue
+    for args in ([x, gamma, beta], [x, gamma],
+                 *([laid_out(x, layout), gamma, beta] for layout in list(LAYOUTS)[1:])):
         report = tu.gradcheck(
             lambda *ts: ops.batch_norm(*ts[:2], ts[2] if len(ts) == 3 else None,
                                        backend.asarray(zeros.copy()), backend.asarray(ones.copy()),
@@ -95,7 +123,7 @@ def test_evaluation_mode_is_the_references_bit_for_bit(rng):
     assert_same_bits(fast, reference, NAMES)
 
 
-@pytest.mark.parametrize("layout", ["batch", "channel"])
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_statistics_of_four_million_values_near_1000_are_as_accurate_as_float64s(rng, layout):
     """The issue-44 bar (tests/test_ops_reduction_accuracy.py), on a 4-D batch: mean to
     1e-6 and the unbiased variance to 1e-4 of the float64 answer, and dgamma, dbeta to
@@ -103,8 +131,7 @@ def test_statistics_of_four_million_values_near_1000_are_as_accurate_as_float64s
     the (B, C) partial sums; y is xhat to 1e-6 (x is centred on the mean rounded to
     float32, whose rounding, 1000 u, is taken out of xhat's shift)."""
     x = (1000 + rng.normal(size=(31_250, 2, 8, 8))).astype(np.float32)
-    if layout == "channel":
-        x = channel_major(x)
+    x = laid_out(x, layout)
     g = rng.uniform(0, 1, size=x.shape).astype(np.float32)
     y, dx, dgamma, dbeta, mean, var = bn_step(x, np.ones(2), np.zeros(2), g, "float32",
                                               momentum=1.0)

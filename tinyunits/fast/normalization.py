@@ -2,15 +2,18 @@
 
 The reference (tinyunits/ops/normalization.py) keeps each equation a line of its own
 and adds every statistic up in float64, converting each activation to float64 to do
-it. Here, in training mode, a channel's sum is added up in two steps: each sample's
-positions, a contiguous run of `H*W`, in x's dtype, by einsum (its loop adds a run
-in several SIMD lanes, about `H*W/8` terms a lane: an error of a few units of
-roundoff, as NumPy's pairwise sum, which costs 3-5x more over runs this short; a
-product with a vector of ones would too, but BLAS's threads spin-wait on products
-this small), then those (B, C) partial sums over the batch in float64 (they are
-`H*W` times fewer than the activation). A 2-D input (B, features) has no
-positions: its partial sums are the activation itself, added over the batch in
-float64 as the reference does.
+it. Here, in training mode, a channel's sum is added up in two steps: runs of numbers
+that follow each other in memory within the channel (a sample's `H*W` positions, or,
+where the channel's block is contiguous, as in a conv's output with the batch
+innermost, that block cut into runs of at most MAX_RUN) in x's dtype, each as a
+product with a vector of ones (BLAS's dot loop adds a run in several SIMD lanes,
+at most MAX_RUN/8 terms a lane: an error of a few units of roundoff, as NumPy's
+pairwise sum, which costs 3-5x more over runs this short; einsum's loop, 2x), then
+those partial sums in float64, a product too (they are a run's length times fewer
+than the activation). A 2-D input (B, features) has no positions: its partial sums
+are the activation itself, added over the batch in float64 as the reference does.
+BLAS runs these products on one thread: on two they took twice as long (a (4096,
+576) one, 96 and 185 us).
 
     forward:  m = the mean rounded to x's dtype; xc = x - m (exact near the mean);
               from the sums of xc and xc*xc, the shift d = mean(xc) and
@@ -22,34 +25,89 @@ float64 as the reference does.
 
 which is the reference's closed form, multiplied out per channel. Each elementwise
 pass writes into its output (backward's product g*xc into a lent buffer), laid out
-as x (channel-major after a conv), and runs on the CPU threads' shares of the batch
+as x (batch innermost after a conv), and runs on the CPU threads' shares of the batch
 (tinyunits.fast.threads). Evaluation mode is the reference's (one pass with fixed
 statistics), and so are integer inputs (promoted as the reference promotes them).
 """
-from ..backend import get_array_module
+import functools
+import math
+
+from ..backend import get_array_module, host_module
 from ..ops import normalization
 from . import buffers, threads
 
+# terms a run adds up in x's dtype: BLAS's dot loop adds about MAX_RUN/8 of them in
+# each SIMD lane (a batch of 31,250 in one run, batch innermost, took dgamma 1.8e-6
+# from its float64 value, issue 44's bar being 1e-6)
+MAX_RUN = 1024
+WIDE = "float64"  # the dtype the partial sums are added up in
+
 
 def _rows(a):
-    """a as (B, C, positions): a view of a 4-D activation in either layout (H, W are
-    contiguous in both), (B, C, 1) of a 2-D one."""
+    """a as (B, C, positions): a view of a 4-D activation in any of its layouts (H, W
+    are adjacent in memory in each), (B, C, 1) of a 2-D one."""
     return a.reshape(a.shape[0], a.shape[1], -1)
 
 
 def _empty_rows(xp, like):
-    """An empty (B, C, positions) array laid out as `like`."""
-    B, C, S = like.shape
-    if like.strides[0] < like.strides[1]:  # channel-major
-        return xp.empty((C, B, S), dtype=like.dtype).transpose(1, 0, 2)
-    return xp.empty((B, C, S), dtype=like.dtype)
+    """An empty (B, C, positions) array laid out as `like` (numpy's order "K": batch
+    innermost or channel-major as it arrives), so that every pass reads both in order."""
+    return xp.empty_like(like)
 
 
 def _channel_sums(a3):
-    """a3 (B, C, positions) added up per channel, (C,) float64: each run of positions
-    in a3's dtype, then the batch's partial sums in float64."""
-    partial = get_array_module(a3).einsum("bcs->bc", a3)
-    return partial.sum(axis=0, dtype="float64")
+    """a3 (B, C, positions) added up per channel, (C,) float64: runs of at most MAX_RUN
+    numbers that follow each other in memory within a channel (a sample's positions,
+    or the whole channel's block in a channel-major or batch-innermost layout) in a3's
+    dtype, then those partial sums in float64. Both as products with vectors of ones,
+    over views of a3's memory in its own order. Where the channel varies fastest, or
+    a 2-D input has no positions, the partial sums are the activation itself."""
+    xp, C = get_array_module(a3), a3.shape[1]
+    axes, dims, run = _plan(a3.shape, a3.strides)
+    block = a3.transpose(axes).reshape(dims)  # (axes outside the channel..., C, within it)
+    if run > 1:
+        block = block.reshape(-1, run) @ _ones(xp, run, a3.dtype)
+    partial = block.reshape(dims[:-1] + (-1,)).astype(WIDE, copy=False)
+    if partial.shape[-1] == 1:  # one partial sum per channel and index outside it
+        return _ones(xp, partial.size // C, WIDE) @ partial.reshape(-1, C)
+    if len(dims) > 2:  # runs cut short in a batch-major input: the channel's sums first
+        partial = xp.moveaxis(partial, -2, 0)
+    return partial.reshape(C, -1) @ _ones(xp, partial.size // C, WIDE)
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(shape, strides):
+    """How _channel_sums walks an array of this shape and these strides: the order of
+    axes that follows memory (the slowest first; axes of length 1 last), the lengths
+    it views the array as (those of the axes outside the channel, C, and the length of
+    the block within it), and the run (1: none)."""
+    order = sorted((axis for axis in range(3) if shape[axis] > 1 or axis == 1),
+                   key=lambda axis: -abs(strides[axis]))
+    channel = order.index(1)
+    within = math.prod(shape[axis] for axis in order[channel + 1:])
+    dims = tuple(shape[axis] for axis in order[:channel]) + (shape[1], within)
+    axes = tuple(order) + tuple(axis for axis in range(3) if axis not in order)
+    return axes, dims, _run_length(within)
+
+
+@functools.lru_cache(maxsize=None)
+def _run_length(n):
+    """n, or the largest divisor of n up to MAX_RUN (1: n is a prime past MAX_RUN)."""
+    return next(d for d in range(min(n, MAX_RUN), 0, -1) if n % d == 0)
+
+
+def _ones(xp, n, dtype):
+    """A vector of n ones; NumPy's are kept (making one costs more than the product)."""
+    if xp is host_module():
+        return _host_ones(n, host_module().dtype(dtype).str)
+    return xp.ones(n, dtype=dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _host_ones(n, dtype):
+    ones = host_module().ones(n, dtype=dtype)
+    ones.flags.writeable = False  # shared by every call
+    return ones
 
 
 class BatchNorm(normalization.BatchNorm):
@@ -60,15 +118,16 @@ class BatchNorm(normalization.BatchNorm):
         xp, dtype = get_array_module(x), x.dtype
         x3 = _rows(x)
         n = x3.shape[0] * x3.shape[2]
-        m = (_channel_sums(x3) / n).astype(dtype)
         xc, y = _empty_rows(xp, x3), _empty_rows(xp, x3)
+        with threads.blas_serial(x):  # the sums' products: on one thread (see above)
+            m = (_channel_sums(x3) / n).astype(dtype)
 
-        def centre(x, xc, y):
-            xp.subtract(x, m[:, None], out=xc)
-            xp.multiply(xc, xc, out=y)  # y: scratch until the last pass
-        threads.split(centre, x3, xc, y)
-        d = _channel_sums(xc) / n
-        var = _channel_sums(y) / n - d * d
+            def centre(x, xc, y):
+                xp.subtract(x, m[:, None], out=xc)
+                xp.multiply(xc, xc, out=y)  # y: scratch until the last pass
+            threads.split(centre, x3, xc, y)
+            d = _channel_sums(xc) / n
+            var = _channel_sums(y) / n - d * d
         self._update_running((m + d).astype(dtype), var.astype(dtype), n)
         var_eps = var + self.eps
         inv_std = 1 / xp.sqrt(var_eps)
@@ -87,8 +146,9 @@ class BatchNorm(normalization.BatchNorm):
         n = g3.shape[0] * g3.shape[2]
         gxc = buffers.borrow_like(xc, dtype)  # xc's layout, as every pass's operands
         threads.split(lambda g, xc, gxc: xp.multiply(g, xc, out=gxc), g3, xc, gxc)
-        sum_g = _channel_sums(g3)
-        dgamma = (_channel_sums(gxc) - self.d * sum_g) * self.inv_std
+        with threads.blas_serial(g):
+            sum_g = _channel_sums(g3)
+            dgamma = (_channel_sums(gxc) - self.d * sum_g) * self.inv_std
         b = -a * dgamma * self.inv_std / n
         c = (-a * sum_g / n - b * self.d).astype(dtype)[:, None]
         scale, b = a.astype(dtype)[:, None], b.astype(dtype)[:, None]
