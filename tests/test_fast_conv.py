@@ -118,8 +118,9 @@ def test_conv_matches_the_definition(rng, float64, shape, stride, layout):
 
 
 @pytest.mark.parametrize("stride", [1, 2])
-def test_columns_drop_what_they_read_past_a_row(rng, float64, stride):
-    """A column's values past Wo mix two rows; a huge value there must not leak."""
+def test_a_rows_ends_reach_only_their_own_windows(rng, float64, stride):
+    """A huge value at the start of every row reaches the outputs whose windows hold
+    it, and no other (a window read across the end of a row would carry it over)."""
     x, W, b, g = conv_arrays(rng, (2, 2, 6, 7, 3, 3, 0), stride)
     x[:, :, :, :2] = 1e300  # read by the dropped columns' taps q > 0 ... and by real ones
     with tu.fast.disabled():
@@ -166,18 +167,18 @@ def test_bands_of_rows_equal_one_band(rng, float64, monkeypatch, stride):
 def test_the_bands_of_a_wave_add_into_disjoint_positions(monkeypatch, k, stride, padding,
                                                          band_rows):
     """Bands of one wave run on different threads at once: the phase positions their
-    taps add into (dropped columns' zeros included) must never meet."""
+    taps add into must never meet."""
     monkeypatch.setattr(threads, "MIN_ELEMENTS", 0)
     plan = conv.Phases(np.zeros((2, 1, 15, 11)), k, stride, padding)
-    monkeypatch.setattr(conv, "COLUMN_ELEMENTS", band_rows * plan.rows * plan.Wp * plan.B)
+    monkeypatch.setattr(conv, "COLUMN_ELEMENTS", band_rows * plan.rows * plan.Wo * plan.B)
     plan = conv.Phases(np.zeros((2, 1, 15, 11)), k, stride, padding)
     rows_of = plan.bands()
     assert sorted(i for wave in plan.waves() for i in wave) == list(range(len(rows_of)))
     for wave in plan.waves():
         seen = set()
         for i in wave:
-            touched = {(phase, m) for _, phase, src, n in plan.taps(rows_of[i])
-                       for m in range(src, src + n)}
+            touched = {(phase, h, w) for _, phase, (_, rows, cols) in plan.taps(rows_of[i])
+                       for h in range(rows.start, rows.stop) for w in range(cols.start, cols.stop)}
             assert not touched & seen, (i, sorted(touched & seen)[:3])
             seen |= touched
 
@@ -208,7 +209,7 @@ def test_a_one_chunk_layer_keeps_its_columns_until_backward_and_then_gives_them_
     """Forward's columns are backward's (not made again), lent by tinyunits.fast.buffers
     and back there once backward has run; without a graph they go back at once."""
     x, W, b, g = (a.astype("float32") for a in conv_arrays(rng, (4, 3, 6, 6, 2, 3, 1), 2))
-    columns = (3 * 9 * 4 * 3 * 4,)  # C*k*k by B*Ho*Wp: Ho = 3, the phases 4 wide
+    columns = (3 * 9 * 4 * 3 * 3,)  # C*k*k by B*Ho*Wo: Ho = Wo = 3
 
     def kept():
         return len(buffers._State.free.get((columns, np.dtype("float32").str), []))

@@ -163,7 +163,7 @@ def test_device_arrays_are_not_cut_into_per_thread_pieces(monkeypatch, rng):
     from tinyunits.fast.conv import DEVICE_COLUMN_ELEMENTS, Phases
     threads.set_num_threads(2)
     xpad = np.zeros((400, 32, 28, 28), "float32")  # B2's second conv, batch 400
-    per_row = 32 * 9 * 28 * 400  # a row of output positions' columns: C*k*k by Wp*B
+    per_row = 32 * 9 * 26 * 400  # a row of output positions' columns: C*k*k by Wo*B
     host_bands = Phases(xpad[:128], 3, 1, 0).bands()
     arrays = [rng.normal(size=s) for s in [(6, 3, 9, 8), (4, 3, 3, 3), (4,), (6, 4, 9, 8)]]
     on_host = _conv_step(*arrays, dtype="float64")
@@ -176,7 +176,7 @@ def test_device_arrays_are_not_cut_into_per_thread_pieces(monkeypatch, rng):
     calls = []
     threads.split(lambda a: calls.append(a.shape), xpad)
     assert calls == [xpad.shape]
-    for cap in (DEVICE_COLUMN_ELEMENTS, 2 * 27 * 10 * 6):  # one band; bands of 2 rows
+    for cap in (DEVICE_COLUMN_ELEMENTS, 2 * 27 * 8 * 6):  # one band; bands of 2 rows
         monkeypatch.setattr(conv, "DEVICE_COLUMN_ELEMENTS", cap)
         for got, want in zip(_conv_step(*arrays, dtype="float64"), on_host):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

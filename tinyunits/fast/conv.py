@@ -2,25 +2,22 @@
 
 The reference (tinyunits/ops/conv.py) lays its columns out `(C*k*k, B*Ho*Wo)`, column
 (b, h, w), and makes them from k*k strided views: each tap's copy is B*C runs of Wo
-(or Ho*Wo) numbers. On lesson 1's 7x7 and 4x4 maps those runs are a few numbers
-long and NumPy's loop over them, not the arithmetic, is the cost. Here the batch is
-the fastest-varying axis, as in cuda-convnet's (C, H, W, B) layout: a column is
-(h, w, b), so each tap's copy of a band of output rows is one contiguous run per
-channel, `nh*Wp*B` numbers, and col2im adds it back in one run too. y and dx are
-returned as (B, C, H, W) views of (C, H, W, B) arrays (batch innermost); the next
-conv reads such an input without reordering it, and elementwise ops keep its layout.
+numbers. On lesson 1's 7x7 and 4x4 maps those runs are a few numbers long, and
+NumPy's loop over them, not the arithmetic, is the cost. Here the batch is the
+fastest-varying axis, as in cuda-convnet's (C, H, W, B) layout: a column is
+(h, w, b), so each tap's copy is C*Ho runs of Wo*B numbers, and col2im adds them
+back alike. y and dx are returned as (B, C, H, W) views of (C, H, W, B) arrays
+(batch innermost): the product is y itself, its gradient g is the product's
+gradient as it arrives, the next conv reads y without reordering it, and
+elementwise ops keep its layout.
 
-The input is split into the stride's phases (`Phases`), `phase[a, b][c, i, l, j] =
-xpad[j, c, i*s + a, l*s + b]` (each (Hp, Wp), Hp = ceil(Hpad/s)), made in one copy
-that also pads. Tap (p, q) of output position (h, w) reads phase[p % s, q % s] at
-(h + p//s, w + q//s): a stride-1 window of one phase. So a column is made for every
-position `m = h*Wp + w` (h < Ho, every w < Wp), and tap (p, q) of a band of rows is
-one slice of its phase's positions, from `m + (p//s)*Wp + q//s`. Only the columns
-with w < Wo are real; the others mix the ends of two rows and are computed and
-dropped (y), and given a zero gradient (g), so that they add nothing to dW, and
-zeros to dx. The products are Wp/Wo longer (14% for 3x3 on 14x14, 25% for stride 2
-on 7x7). Stride 1 without padding has one phase, the input itself: no copy when it
-arrives batch innermost.
+A stride s reads every s-th position of a row: runs of one sample's numbers. So
+the input is first split into the stride's phases (`Phases`), `phase[a, b][c, i, l,
+j] = xpad[j, c, i*s + a, l*s + b]` (each (Hp, Wp), Hp = ceil(Hpad/s)), in one copy
+that also pads; tap (p, q) of output (h, w) reads phase[p % s, q % s] at (h + p//s,
+w + q//s): a stride-1 window of one phase, whose rows are runs again. Stride 1
+without padding has one phase, the input itself: no copy when it arrives batch
+innermost.
 
 A large layer is cut into bands of output rows of about COLUMN_ELEMENTS columns'
 worth (4 MB of float32), each band's columns made in one reused buffer
@@ -29,11 +26,11 @@ again from the phases instead of keeping them. The bands are shared out over the
 CPU threads (tinyunits.fast.threads), each thread a run of bands, BLAS on one thread
 meanwhile. In backward a band adds into the input rows of the next bands too, so the
 bands run in waves of bands far enough apart never to meet (`Phases.waves`: for a
-3x3 kernel, bands 0, 4, 8, ... of one row, then 1, 5, 9, ..., and so on), on
+3x3 kernel, bands 0, 3, 6, ... of one row, then 1, 4, 7, ..., then 2, 5, 8, ...), on
 any number of threads: every element's sum is added in the same order at every
-thread count. dW and db add up per band, in band order. A layer too small to share out (under threads.MIN_ELEMENTS columns' worth: a
-hand-off between Python threads costs more than it brings, as the measurements in
-tests/benchmarks/README.md show) is one band, and keeps its columns from forward.
+thread count. dW and db add up per band, in band order. A layer too small to share
+out (under threads.MIN_ELEMENTS columns' worth: a hand-off between Python threads
+costs more than it brings) is one band, and keeps its columns from forward.
 
 y and dx are the reference's numbers but for BLAS's blocking of products of another
 size; dW and db add up per band, in another order than one product's sum.
@@ -57,11 +54,11 @@ class Phases:
     """im2col and col2im over the stride's phases of the padded input, batch innermost,
     a band of output rows at a time.
 
-    The phases are `(s, s, C, Hp*Wp, B)`. A band of rows [h0, h1) has `n = (h1-h0)*Wp`
-    positions and its columns are `(C*k*k, n*B)`; tap (p, q) of them is
-    `phase[p % s, q % s][:, m0 + start : m0 + start + n]`, m0 = h0*Wp, start =
-    (p//s)*Wp + q//s: one run of n*B per channel. `output(product, y, rows, b)` and
-    `grad(g, rows)` move between that layout and the (out, Ho, Wo, B) one of y and g.
+    The phases are `(s, s, C, Hp, Wp, B)`. The columns of a band of rows [h0, h1) are
+    `(C*k*k, nh*Wo*B)`, nh = h1 - h0, and tap (p, q) of them is `phase[p % s, q % s][:,
+    h0 + p//s : h1 + p//s, q//s : q//s + Wo]`: nh runs of Wo*B per channel. y and g
+    are `(out, Ho, Wo, B)`, so a band's product is `y[:, h0:h1]`, and its gradient
+    `g[:, h0:h1]`, as they are.
     """
 
     def __init__(self, x, k: int, stride: int, padding: int):
@@ -73,12 +70,11 @@ class Phases:
         self.rows = self.C * k * k
         xt = x.transpose(1, 2, 3, 0)  # (C, H, W, B): the columns' order
         if s == 1 and not padding:
-            phases = self.xp.reshape(xt, (1, 1, self.C, self.H, self.W, self.B))  # a view, if it can
+            self.phases = xt[None, None]  # read as it is: slices of any layout are views
         else:
-            phases = self.xp.zeros((s, s, self.C, self.Hp, self.Wp, self.B), dtype=x.dtype)
+            self.phases = self.xp.zeros((s, s, self.C, self.Hp, self.Wp, self.B), dtype=x.dtype)
             for a, b, in_x, in_phase in self.parts():
-                phases[(a, b) + in_phase] = xt[in_x]
-        self.phases = phases.reshape(s, s, self.C, self.Hp * self.Wp, self.B)
+                self.phases[(a, b) + in_phase] = xt[in_x]
 
     def parts(self):
         """(a, b, in_x, in_phase) per phase: the index of its entries in xt (C, H, W, B)
@@ -96,7 +92,7 @@ class Phases:
         at least MIN_BANDS of them; one band for a layer too small to share out. On a
         GPU, bands of DEVICE_COLUMN_ELEMENTS: each band costs a kernel launch per tap,
         and no thread shares them out."""
-        per_row = self.rows * self.Wp * self.B
+        per_row = self.rows * self.Wo * self.B
         if not threads.on_host(self.phases):
             return bands(self.Ho, max(1, DEVICE_COLUMN_ELEMENTS // per_row))
         if per_row * self.Ho < threads.MIN_ELEMENTS:
@@ -104,59 +100,37 @@ class Phases:
         return bands(self.Ho, max(1, min(COLUMN_ELEMENTS // per_row, -(-self.Ho // MIN_BANDS))))
 
     def waves(self):
-        """The bands as waves whose bands add into disjoint parts of the phases'
-        gradient: a band's last taps reach r = (k-1)//s phase rows past its own rows,
-        and r positions into the row after (its dropped columns' zeros, added too), so
+        """The bands as waves whose bands add into disjoint rows of the phases'
+        gradient: a band's taps reach r = (k-1)//s phase rows past its own rows, so
         bands `apart` apart never meet."""
         rows_of, r = self.bands(), (self.k - 1) // self.s
-        height = rows_of[0].stop - rows_of[0].start
-        apart = 1 + -(-(r + 1) // height) if r else 1
+        apart = 1 + -(-r // (rows_of[0].stop - rows_of[0].start))
         return [range(first, len(rows_of), apart) for first in range(apart)]
 
     def taps(self, rows):
-        """(p, q, phase, src, n) per tap for the band `rows`: it reads n positions of its
-        phase from src on; the last taps of the last band read fewer, up to the phase's
-        end (the rest would be past it, read only by dropped columns)."""
-        s, size, m0 = self.s, self.Hp * self.Wp, rows.start * self.Wp
-        n = (rows.stop - rows.start) * self.Wp
+        """(tap, phase, at) per tap (p, q) for the band `rows`: `phase[at]` is what it
+        reads, (C, nh, Wo, B)."""
+        s = self.s
         for p in range(self.k):
             for q in range(self.k):
-                src = m0 + (p // s) * self.Wp + q // s
-                yield p * self.k + q, (p % s, q % s), src, min(n, size - src)
+                at = (slice(None), slice(rows.start + p // s, rows.stop + p // s),
+                      slice(q // s, q // s + self.Wo))
+                yield p * self.k + q, (p % s, q % s), at
 
     def fill(self, cols, rows):
-        """cols `(C*k*k, n*B)` = the columns of the band `rows`."""
-        cols = cols.reshape(self.C, self.k * self.k, -1, self.B)
-        for tap, phase, src, n in self.taps(rows):
-            cols[:, tap, :n] = self.phases[phase][:, src:src + n]
-            cols[:, tap, n:] = 0
-
-    def output(self, product, y, rows, b):
-        """y[:, rows] = product + b (per output channel), product the band's columns'
-        product with W, (out, n*B); y (out, Ho, Wo, B)."""
-        wide = product.reshape(y.shape[0], -1, self.Wp, self.B)[:, :, :self.Wo]
-        if b is None:
-            y[:, rows] = wide
-        else:
-            self.xp.add(wide, b[:, None, None, None], out=y[:, rows])
-
-    def grad(self, g, rows, out):
-        """g[:, rows] (g: (out, Ho, Wo, B)) as the gradient of the band's product, in
-        `out` (out, n*B): zero in the dropped columns."""
-        wide = out.reshape(g.shape[0], -1, self.Wp, self.B)
-        wide[:, :, self.Wo:] = 0
-        wide[:, :, :self.Wo] = g[:, rows]
-        return out
+        """cols `(C*k*k, nh*Wo*B)` = the columns of the band `rows`."""
+        cols = cols.reshape(self.C, self.k * self.k, -1, self.Wo, self.B)
+        for tap, phase, at in self.taps(rows):
+            cols[:, tap] = self.phases[phase][at]
 
     def add_back(self, gphases, dcols, rows):
-        """gphases += col2im of dcols `(C*k*k, n*B)`, the band `rows`."""
-        dcols = dcols.reshape(self.C, self.k * self.k, -1, self.B)
-        for tap, phase, src, n in self.taps(rows):
-            gphases[phase][:, src:src + n] += dcols[:, tap, :n]
+        """gphases += col2im of dcols `(C*k*k, nh*Wo*B)`, the band `rows`."""
+        dcols = dcols.reshape(self.C, self.k * self.k, -1, self.Wo, self.B)
+        for tap, phase, at in self.taps(rows):
+            gphases[phase][at] += dcols[:, tap]
 
     def input_grad(self, gphases):
         """dx (B, C, H, W), batch innermost, from the phases' gradient."""
-        gphases = gphases.reshape(gphases.shape[:3] + (self.Hp, self.Wp, self.B))
         if self.s == 1:  # a view of the one phase, the padding cropped
             p = self.pad
             return gphases[0, 0, :, p:p + self.H, p:p + self.W].transpose(3, 0, 1, 2)
@@ -173,6 +147,12 @@ def _first_inside(a: int, s: int, padding: int):
     return i * s + a - padding, i
 
 
+def _matrix(a):
+    """a (out, nh, Wo, B) as (out, nh*Wo*B): a view of a band of y or of g laid out as
+    the product (a copy of a g in another layout)."""
+    return a.reshape(a.shape[0], -1)
+
+
 class Conv2d(conv.Conv2d):
     def forward(self, x, W, b=None):
         k, p = W.shape[2], self.padding
@@ -185,32 +165,35 @@ class Conv2d(conv.Conv2d):
         y = xp.empty((W.shape[0], plan.Ho, plan.Wo, plan.B), dtype=dtype)
 
         def band(i, rows, cols):
-            with buffers.borrowed(xp, (W.shape[0], cols.shape[1]), dtype) as product:
-                plan.output(xp.matmul(W2, cols, out=product), y, rows, b)
+            product = xp.matmul(W2, cols, out=_matrix(y[:, rows]))
+            if b is not None:
+                product += b[:, None]
         self._over_bands(band, [range(len(plan.bands()))])
         return y.transpose(3, 0, 1, 2)
 
     def _over_bands(self, work, waves):
         """work(i, rows, cols) for each band i in each wave (a list of band numbers; the
-        waves one after the other): rows its output rows, cols `(C*k*k, n*B)` its columns,
-        made in a buffer reused from band to band. A layer of one band keeps its columns
-        from forward for backward (`kept`, given back by release), while a graph is
-        recorded: for a layer this small they cost less to keep than to make again."""
+        waves one after the other): rows its output rows, cols `(C*k*k, nh*Wo*B)` its
+        columns, made in a buffer reused from band to band. A layer of one band keeps
+        its columns from forward for backward (`kept`, given back by release), while a
+        graph is recorded: for a layer this small they cost less to keep than to make
+        again."""
         plan, rows_of = self.plan, self.plan.bands()
-        size = plan.rows * (rows_of[0].stop - rows_of[0].start) * plan.Wp * plan.B
+        size = plan.rows * (rows_of[0].stop - rows_of[0].start) * plan.Wo * plan.B
         if len(rows_of) == 1 and (self.kept is not None or grad_enabled.get()):
             if self.kept is None:
                 self.kept = buffers.borrow(plan.xp, (size,), plan.phases.dtype)
                 self.kept = self.kept.reshape(plan.rows, -1)  # given back whole (its base)
                 plan.fill(self.kept, rows_of[0])
-            work(0, rows_of[0], self.kept)
+            with threads.blas_serial(like=plan.phases):
+                work(0, rows_of[0], self.kept)
             return
 
         def run(wave, I):
             with buffers.borrowed(plan.xp, (size,), plan.phases.dtype) as buf:
                 for i in wave[I]:
                     rows = rows_of[i]
-                    cols = buf[:plan.rows * (rows.stop - rows.start) * plan.Wp * plan.B]
+                    cols = buf[:plan.rows * (rows.stop - rows.start) * plan.Wo * plan.B]
                     cols = cols.reshape(plan.rows, -1)
                     plan.fill(cols, rows)
                     work(i, rows, cols)
@@ -229,7 +212,8 @@ class Conv2d(conv.Conv2d):
         g = g.transpose(1, 2, 3, 0)  # (out, Ho, Wo, B), as the product made it
         xp, W2 = get_array_module(g), W.reshape(W.shape[0], -1)
         need_dx = self.needs_grad(0)
-        gphases = xp.zeros(plan.phases.shape, dtype=g.dtype) if need_dx else None
+        phases_shape = (plan.s, plan.s, plan.C, plan.Hp, plan.Wp, plan.B)
+        gphases = xp.zeros(phases_shape, dtype=g.dtype) if need_dx else None
         n = len(plan.bands())
         parts, sums = [None] * n, [None] * n  # each band's share of dW^T and of db
         has_bias = len(self.inputs) == 3
@@ -237,12 +221,11 @@ class Conv2d(conv.Conv2d):
         def band(i, rows, cols):
             if has_bias:
                 sums[i] = wide_sum(g[:, rows], (1, 2, 3))  # float32 added in float64
-            with buffers.borrowed(xp, (g.shape[0], cols.shape[1]), g.dtype) as gI:
-                plan.grad(g, rows, gI)
-                parts[i] = cols @ gI.T  # dW = g cols^T, as its transpose: the faster product
-                if need_dx:
-                    with buffers.borrowed(xp, cols.shape, g.dtype) as dcols:
-                        plan.add_back(gphases, xp.matmul(W2.T, gI, out=dcols), rows)  # W^T g
+            gI = _matrix(g[:, rows])
+            parts[i] = cols @ gI.T  # dW = g cols^T, as its transpose: the faster product
+            if need_dx:
+                with buffers.borrowed(xp, cols.shape, g.dtype) as dcols:
+                    plan.add_back(gphases, xp.matmul(W2.T, gI, out=dcols), rows)  # W^T g
         self._over_bands(band, plan.waves())
         gWt, gb = parts[0], sums[0]
         for i in range(1, n):  # in band order, whichever thread made them
