@@ -24,7 +24,7 @@ BLAS runs these products on one thread: on two they took twice as long (a (4096,
               dx = a*g + b*xc + c,  b = -a*dgamma/(n*std),  c = -a*sum(g)/n - b*d
 
 which is the reference's closed form, multiplied out per channel. Each elementwise
-pass writes into its output (backward's product g*xc into a lent buffer), laid out
+pass writes into its output (backward's scratch is a lent buffer), laid out
 as x (batch innermost after a conv), and runs on the CPU threads' shares of the batch
 (tinyunits.fast.threads). Evaluation mode is the reference's (one pass with fixed
 statistics), and so are integer inputs (promoted as the reference promotes them).
@@ -40,6 +40,9 @@ from . import buffers, threads
 # each SIMD lane (a batch of 31,250 in one run, batch innermost, took dgamma 1.8e-6
 # from its float64 value, issue 44's bar being 1e-6)
 MAX_RUN = 1024
+# a dot product's run: shorter ones cost vecdot more than the product made and added up
+# (64K numbers: runs of 16 33 us against 10, of 64 7.9 against 8.3, of 128 5.5 against 8.3)
+MIN_DOT_RUN = 128
 WIDE = "float64"  # the dtype the partial sums are added up in
 
 
@@ -55,18 +58,27 @@ def _empty_rows(xp, like):
     return xp.empty_like(like)
 
 
-def _channel_sums(a3):
-    """a3 (B, C, positions) added up per channel, (C,) float64: runs of at most MAX_RUN
-    numbers that follow each other in memory within a channel (a sample's positions,
-    or the whole channel's block in a channel-major or batch-innermost layout) in a3's
-    dtype, then those partial sums in float64. Both as products with vectors of ones,
-    over views of a3's memory in its own order. Where the channel varies fastest, or
-    a 2-D input has no positions, the partial sums are the activation itself."""
+def _channel_sums(a3, b3=None, scratch=None):
+    """a3 (B, C, positions) added up per channel, (C,) float64, or with b3, a3 * b3
+    added up: runs of at most MAX_RUN numbers that follow each other in memory within
+    a channel (a sample's positions, or the whole channel's block in a channel-major
+    or batch-innermost layout) in a3's dtype, then those partial sums in float64. Both
+    as products with vectors of ones, over views of a3's memory in its own order, and
+    a3 * b3's runs, when b3 is laid out as a3 and they are MIN_DOT_RUN or longer, as
+    dot products (vecdot: BLAS's dot loop), the product itself never made; otherwise
+    it is made in `scratch` first. Where the channel varies fastest, or a 2-D input
+    has no positions, the partial sums are the activation itself."""
     xp, C = get_array_module(a3), a3.shape[1]
     axes, dims, run = _plan(a3.shape, a3.strides)
+    dot = getattr(xp, "vecdot", None)
+    if b3 is not None and (run < MIN_DOT_RUN or b3.strides != a3.strides or dot is None):
+        threads.split(lambda a, b, out: xp.multiply(a, b, out=out), a3, b3, scratch)
+        return _channel_sums(scratch)
     block = a3.transpose(axes).reshape(dims)  # (axes outside the channel..., C, within it)
     if run > 1:
-        block = block.reshape(-1, run) @ _ones(xp, run, a3.dtype)
+        rows = block.reshape(-1, run)
+        block = (rows @ _ones(xp, run, a3.dtype) if b3 is None
+                 else dot(rows, b3.transpose(axes).reshape(-1, run)))
     partial = block.reshape(dims[:-1] + (-1,)).astype(WIDE, copy=False)
     if partial.shape[-1] == 1:  # one partial sum per channel and index outside it
         return _ones(xp, partial.size // C, WIDE) @ partial.reshape(-1, C)
@@ -122,12 +134,9 @@ class BatchNorm(normalization.BatchNorm):
         with threads.blas_serial(x):  # the sums' products: on one thread (see above)
             m = (_channel_sums(x3) / n).astype(dtype)
 
-            def centre(x, xc, y):
-                xp.subtract(x, m[:, None], out=xc)
-                xp.multiply(xc, xc, out=y)  # y: scratch until the last pass
-            threads.split(centre, x3, xc, y)
+            threads.split(lambda x, xc: xp.subtract(x, m[:, None], out=xc), x3, xc)
             d = _channel_sums(xc) / n
-            var = _channel_sums(y) / n - d * d
+            var = _channel_sums(xc, xc, scratch=y) / n - d * d  # y: scratch until the last pass
         self._update_running((m + d).astype(dtype), var.astype(dtype), n)
         var_eps = var + self.eps
         inv_std = 1 / xp.sqrt(var_eps)
@@ -144,11 +153,10 @@ class BatchNorm(normalization.BatchNorm):
         xp, xc, a = get_array_module(g), self.xc, self.a
         g3, dtype = _rows(g), xc.dtype
         n = g3.shape[0] * g3.shape[2]
-        gxc = buffers.borrow_like(xc, dtype)  # xc's layout, as every pass's operands
-        threads.split(lambda g, xc, gxc: xp.multiply(g, xc, out=gxc), g3, xc, gxc)
+        scratch = buffers.borrow_like(xc, dtype)  # xc's layout, as every pass's operands
         with threads.blas_serial(g):
             sum_g = _channel_sums(g3)
-            dgamma = (_channel_sums(gxc) - self.d * sum_g) * self.inv_std
+            dgamma = (_channel_sums(xc, g3, scratch) - self.d * sum_g) * self.inv_std
         b = -a * dgamma * self.inv_std / n
         c = (-a * sum_g / n - b * self.d).astype(dtype)[:, None]
         scale, b = a.astype(dtype)[:, None], b.astype(dtype)[:, None]
@@ -158,6 +166,6 @@ class BatchNorm(normalization.BatchNorm):
             xp.multiply(g, scale, out=gx)
             gx += xp.multiply(xc, b, out=scratch)
             gx += c
-        threads.split(grad, g3, xc, gxc, gx)
-        buffers.give_back(gxc)
+        threads.split(grad, g3, xc, scratch, gx)
+        buffers.give_back(scratch)
         return gx.reshape(g.shape), dgamma.astype(dtype), sum_g.astype(dtype)
