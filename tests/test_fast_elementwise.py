@@ -37,6 +37,17 @@ def test_the_drop_in_gives_the_references_bits(rng, threading, layout, dtype):
     assert want[0].flat[4] == 0 and np.signbit(want[0].flat[4])  # relu(-inf), as PyTorch's 0
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_without_minus_inf_or_nan_the_bits_are_the_references_too(rng, threading, dtype):
+    """The drop-in leaves finite_below's clip out where x's min is finite: 0.0, -0.0, inf
+    and the smallest numbers of either sign still give the reference's bits."""
+    x, g = rng.normal(size=(6, 3, 5, 4)), rng.normal(size=(6, 3, 5, 4))
+    x.flat[:5] = (0.0, -0.0, np.inf, 1e-300, -1e-300)
+    got, want = both(ops.relu, [channel_major(x)], g, dtype)
+    assert_same_bits(got, want, ("y", "dx"))
+    assert np.signbit(want[0].flat[1]) and np.signbit(want[0].flat[4])
+
+
 @pytest.mark.parametrize("g_shape", [(4, 6, 1), (4, 6, 5), (1, 6, 5)])
 def test_a_broadcast_g_gives_the_references_bits(rng, threading, g_shape):
     """DAC's blocks call backward with g broadcast along their inputs: phi'(z) * g is

@@ -7,7 +7,7 @@ its output (no temporaries), and the mask is a buffer lent from step to step
 (tinyunits.fast.buffers), laid out as x (batch innermost after a conv). The same
 bits as the reference: each element is the same product.
 """
-from ..backend import get_array_module
+from ..backend import get_array_module, host_module
 from ..ops import elementwise
 from . import buffers, threads
 
@@ -26,12 +26,17 @@ class ReLU(elementwise.ReLU):
     def forward(self, x):
         xp = get_array_module(x)
         y, self.mask = xp.empty_like(x), buffers.borrow_like(x, bool)  # x's layout
+        # finite_below's clip (-inf raised to the lowest finite number) is a read and a
+        # write, min a read: the clip is left out where x's min is finite (a NaN makes it
+        # NaN: clipped too), on the host (on a GPU the test would wait for the device)
+        test_min = x.dtype.kind == "f" and xp is host_module()
 
         def part(x, y, mask):
             xp.less_equal(x, 0, out=mask)
             xp.logical_not(mask, out=mask)
-            if x.dtype.kind == "f":  # -inf raised to the lowest finite number (finite_below)
-                x = xp.clip(x, xp.finfo(x.dtype).min, xp.inf, out=y)
+            lowest = xp.finfo(x.dtype).min if x.dtype.kind == "f" else None
+            if lowest is not None and not (test_min and x.min() > lowest):
+                x = xp.clip(x, lowest, xp.inf, out=y)
             xp.multiply(x, mask, out=y)
         threads.split(part, *in_memory_order(x, y, self.mask))
         return y
