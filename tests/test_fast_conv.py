@@ -203,8 +203,25 @@ def test_conv_gives_the_same_bits_on_any_number_of_threads(rng, thread_counts):
     bits_on_thread_counts(lambda x: ops.conv2d(x, x[:3, :2], padding=1), rng, thread_counts)
 
 
+def test_short_rows_unbuffered_is_scoped_and_keeps_the_error_settings():
+    """The small ufunc buffer holds inside the block only; errstate's settings are kept
+    inside and restored after (numpy ties the buffer size to errstate's scope)."""
+    x = np.zeros((4, 100), np.float32)
+    before = np.getbufsize()
+    with np.errstate(over="raise"):
+        with conv.short_rows_unbuffered(x):
+            assert np.getbufsize() == conv.SHORT_ROWS_BUFSIZE < before
+            with pytest.raises(FloatingPointError):
+                np.float32(3e38) * np.float32(10)
+        assert np.getbufsize() == before
+    with pytest.raises(ValueError):  # restored after an error inside the block too
+        with conv.short_rows_unbuffered(x):
+            raise ValueError
+    assert np.getbufsize() == before
+
+
 @pytest.mark.skipif(backend.get_backend() != "numpy", reason="only host arrays are lent")
-def test_a_one_chunk_layer_keeps_its_columns_until_backward_and_then_gives_them_back(
+def test_a_one_band_layer_keeps_its_columns_until_backward_and_then_gives_them_back(
         rng, empty_cache):
     """Forward's columns are backward's (not made again), lent by tinyunits.fast.buffers
     and back there once backward has run; without a graph they go back at once."""

@@ -11,7 +11,9 @@ parent's forward or backward is timed once, as the drop-in's); `engine, optimise
 step's rest. CPU is the process's (all threads, BLAS's spinning included), so on
 several threads an op's CPU above its wall is work shared out, and wall above CPU
 is waiting: for a core, for another thread, for memory. Measure on a quiet machine:
-on a shared one the wall column measures the other jobs too.
+on a shared one the wall column measures the other jobs too. The process is set up
+as run.py's side of ours is (--process training: OpenBLAS's thread timeout, glibc's
+heap kept from step to step).
 """
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(os.path.dirname(HERE)), HERE]
+# set up as run.py sets up our side (--process training): before NumPy loads OpenBLAS
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "22")
 
 import cases  # noqa: E402  (imports tinyunits before NumPy)
 import run  # noqa: E402
@@ -83,6 +87,7 @@ def main(argv=None):
         parser.error(f"row {args.row!r}: expected one of {', '.join(builders)}")
     if args.threads is not None:
         tu.set_num_threads(args.threads)
+    tu.fast.steady_allocator()  # with the thread timeout above: run.py's training process
     totals = collections.defaultdict(lambda: [0.0, 0.0, 0])
     step = builders[args.row]().ours  # every Function class exists once the model does
     timing_every_op(totals, args.by_shape)

@@ -35,15 +35,34 @@ costs more than it brings) is one band, and keeps its columns from forward.
 y and dx are the reference's numbers but for BLAS's blocking of products of another
 size; dW and db add up per band, in another order than one product's sum.
 """
+import contextlib
+
 from ..backend import get_array_module, host_module
 from ..ops import conv
 from ..ops.reduction import wide_sum
 from ..tensor import grad_enabled
-from . import buffers, threads
+from . import buffers, cuda, threads
 
 COLUMN_ELEMENTS = 2 ** 20  # columns per band: 4 MB of float32, cache-sized
 DEVICE_COLUMN_ELEMENTS = 2 ** 26  # on a GPU: 256 MB of float32, a launch per tap per band
 MIN_BANDS = 4  # so that a large layer's rows are shared out over the threads too
+SHORT_ROWS_BUFSIZE = 192  # rows of 64 or more are passed to the loops unbuffered
+
+
+@contextlib.contextmanager
+def short_rows_unbuffered(a):
+    """NumPy's ufuncs copy an operand's rows through their buffers (8192 elements) when
+    a row is shorter than the buffer over the operands (2730 for `a += b`): a strided
+    pass over rows of a few hundred then costs several times a contiguous one (col2im's
+    adds on lesson 1's 4x4 maps: 6x). A small buffer for the block lets the rows go to
+    the loops as they are. (NumPy ties the buffer size to errstate's scope.)"""
+    if cuda.on_gpu(a):
+        yield
+        return
+    np = host_module()
+    with np.errstate():
+        np.setbufsize(SHORT_ROWS_BUFSIZE)
+        yield
 
 
 def bands(n: int, size: int):
@@ -126,8 +145,9 @@ class Phases:
     def add_back(self, gphases, dcols, rows):
         """gphases += col2im of dcols `(C*k*k, nh*Wo*B)`, the band `rows`."""
         dcols = dcols.reshape(self.C, self.k * self.k, -1, self.Wo, self.B)
-        for tap, phase, at in self.taps(rows):
-            gphases[phase][at] += dcols[:, tap]
+        with short_rows_unbuffered(gphases):  # rows of Wo*B
+            for tap, phase, at in self.taps(rows):
+                gphases[phase][at] += dcols[:, tap]
 
     def input_grad(self, gphases):
         """dx (B, C, H, W), batch innermost, from the phases' gradient."""
