@@ -111,7 +111,7 @@ def _run_length(n):
 def _ones(xp, n, dtype):
     """A vector of n ones; NumPy's are kept (making one costs more than the product)."""
     if xp is host_module():
-        return _host_ones(n, host_module().dtype(dtype).str)
+        return _host_ones(n, dtype)  # dtype: a dtype or its name (a key each)
     return xp.ones(n, dtype=dtype)
 
 
