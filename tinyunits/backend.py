@@ -16,6 +16,7 @@ environment variable TINYUNITS_BACKEND (read once, at import).
 """
 from __future__ import annotations
 
+import importlib
 import os
 import types
 
@@ -197,6 +198,15 @@ def import_cupy():
         raise RuntimeError("backend 'cupy' needs CuPy: pip install 'tinyunits[gpu]' "
                            "on a machine with CUDA") from err
     return cupy
+
+
+def import_cudnn():
+    """CuPy's cuDNN bindings (cupyx.cudnn), or None where this CuPy has none (CuPy 14
+    removed them; CuPy 13 without libcudnn fails to load them)."""
+    try:
+        return importlib.import_module("cupyx.cudnn")
+    except ImportError:
+        return None
 
 
 def set_backend(name: str) -> None:

@@ -32,11 +32,11 @@ everywhere with a stand-in for cupyx.cudnn, and the numbers on a GPU with CuPy 1
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 import os
 import warnings
 
+from .. import backend
 from ..backend import get_array_module
 from ..ops.conv import conv_output_size
 from ..ops.reduction import wide_sum
@@ -53,10 +53,7 @@ class _State:
 @functools.lru_cache(maxsize=None)
 def library():
     """CuPy's cuDNN bindings (cupyx.cudnn), or None where this CuPy has none."""
-    try:  # only asked with CuPy arrays in hand, so CuPy itself is there
-        return importlib.import_module("cupyx.cudnn")
-    except ImportError:  # CuPy 14 removed them; CuPy 13 without libcudnn fails to load them
-        return None
+    return backend.import_cudnn()  # only asked with CuPy arrays in hand
 
 
 def tf32_off() -> bool:
