@@ -47,8 +47,8 @@ CASES = [  # (stride, padding, k)
 @pytest.mark.parametrize("stride,padding,k", CASES)
 def test_the_drop_in_equals_the_reference(rng, threading, stride, padding, k, layout, dtype):
     """y, dx, dW, db as the reference's, but for the order of their sums: the drop-in
-    multiplies chunks of the batch (BLAS blocks products of another size alike) and adds
-    dW's and db's chunks up one by one. Any two orders of a sum of n terms are apart by
+    multiplies its columns in another order (BLAS blocks products of another size
+    alike) and adds dW's and db's bands up one by one. Any two orders of a sum of n terms are apart by
     at most 2 n u sum|term| (u: the dtype's unit roundoff), sum|term| being the same
     conv of |x|, |W|, |b| and |g|: that is the bound, per element."""
     shape = (5, 3, 9, 8, 4, k, padding)

@@ -3,7 +3,7 @@
 A threaded BLAS spreads every matrix product over the machine's cores, but a
 NumPy elementwise pass (an add, a ReLU, a strided copy) runs on one core. Some
 ops are loops over independent pieces of work: DAC's blocks of output units, a
-convolution's chunks of the batch. NumPy releases the GIL inside each large
+convolution's bands of output rows. NumPy releases the GIL inside each large
 elementwise pass and each product, so those pieces can run on several threads
 at once: `map(fn, pieces, like)` runs fn over the pieces on a small pool
 (`run` when the pieces only write their part of an output).
@@ -21,7 +21,7 @@ much: OpenBLAS blocks some products differently on 1 and 2 threads (a 128x784 by
 784x800 float32 product differs in the last bits), so, as with PyTorch, runs are
 bit for bit repeatable at a fixed thread count.
 
-Pieces that call BLAS themselves (conv2d's runs of chunks) run inside
+Pieces that call BLAS themselves (conv2d's runs of bands) run inside
 `blas_serial()`, which holds BLAS to one thread meanwhile: threads of two pools
 that meet at every product wait for each other whenever a core is busy.
 
