@@ -19,6 +19,7 @@ def mean_of(axis, keepdims=False):
 @pytest.mark.parametrize("shape, axis, layout", [
     ((64, 32, 4, 4), (2, 3), "channel"),  # lesson 1's global average pooling
     ((64, 32, 4, 4), (2, 3), "batch"),
+    ((64, 32, 4, 4), (2, 3), "batch innermost"),  # a conv's output: the reference's sum
     ((6, 3, 5, 4), [-1, -2], "channel"),
     ((5, 7, 9), 2, "batch"),
     ((5, 7, 9), (1, 2), "batch"),
@@ -30,6 +31,8 @@ def test_the_drop_in_equals_the_reference(rng, shape, axis, layout, dtype):
     x = 100 + rng.normal(size=shape)  # far from 0: the mean's rounding shows
     if layout == "channel":
         x = channel_major(x)
+    elif layout == "batch innermost":
+        x = np.ascontiguousarray(x.transpose(1, 2, 3, 0)).transpose(3, 0, 1, 2)
     g = rng.normal(size=ops.mean(tu.tensor(x), axis=axis).shape)
     got, want = both(mean_of(axis), [x], g, dtype)
     assert got[0].dtype == want[0].dtype == np.dtype(dtype) and got[0].shape == want[0].shape
@@ -46,6 +49,14 @@ def test_other_axes_are_the_references(rng, axis, keepdims):
     g = rng.normal(size=ops.mean(tu.tensor(x), axis=axis, keepdims=keepdims).shape)
     got, want = both(mean_of(axis, keepdims), [x], g, "float32")
     assert_same_bits(got, want, ["y", "dx"])
+
+
+def test_an_empty_batch_is_the_references():
+    x = np.zeros((0, 3, 2, 2), "float32")
+    fast = ops.mean(tu.tensor(x), axis=(2, 3))
+    with tu.fast.disabled():
+        reference = ops.mean(tu.tensor(x), axis=(2, 3))
+    assert fast.shape == reference.shape == (0, 3) and fast.dtype == reference.dtype
 
 
 def test_an_integer_input_is_the_references():

@@ -9,7 +9,9 @@ where einsum's loop, told to add in float64, takes 15 (a (128, 64, 16, 16) input
 reference's, so the mean rounded to x's dtype is the reference's unless the two
 float64 sums round to neighbouring values of x's dtype (one unit in its last place).
 Other axes, keepdims, float64 and integer inputs (added up in their own dtype, no
-conversion) and empty ones are the reference's.
+conversion), empty ones, and trailing axes that are not one contiguous run in memory
+(a conv's output with the batch innermost: there einsum's strided loop took as long
+as the reference, 13 and 15 us) are the reference's.
 
 Backward is the reference's quotient g / n, but divided before it is broadcast: each
 element is the same quotient, and what comes back is a read-only (B, C, H, W) view of
@@ -23,11 +25,13 @@ class Mean(reduction.Mean):
     def forward(self, x):
         axes = reduction._axes(self.name, self.axis, x.ndim)
         lead = x.ndim - len(axes) if axes else 0
-        if (self.keepdims or not axes or axes != tuple(range(lead, x.ndim)) or lead == 0
+        if (self.keepdims or not axes or lead == 0 or axes != tuple(range(lead, x.ndim))
                 or reduction.wide(x.dtype) is None or x.size == 0):
             return super().forward(x)
-        self.axis, self.shape = axes, x.shape
         runs = x.reshape(x.shape[:lead] + (-1,))  # a view where the trailing axes are one run
+        if runs.strides[-1] != x.itemsize:
+            return super().forward(x)
+        self.axis, self.shape = axes, x.shape
         self.n = runs.shape[-1]
         total = get_array_module(x).einsum("...s->...", runs, dtype="float64")
         return total.astype(x.dtype) / self.n  # the reference's rounding, then quotient
