@@ -133,7 +133,6 @@ class BatchNorm(normalization.BatchNorm):
         xc, y = _empty_rows(xp, x3), _empty_rows(xp, x3)
         with threads.blas_serial(x):  # the sums' products: on one thread (see above)
             m = (_channel_sums(x3) / n).astype(dtype)
-
             threads.split(lambda x, xc: xp.subtract(x, m[:, None], out=xc), x3, xc)
             d = _channel_sums(xc) / n
             var = _channel_sums(xc, xc, scratch=y) / n - d * d  # y: scratch until the last pass
