@@ -19,7 +19,8 @@ def mean_of(axis, keepdims=False):
 @pytest.mark.parametrize("shape, axis, layout", [
     ((64, 32, 4, 4), (2, 3), "channel"),  # lesson 1's global average pooling
     ((64, 32, 4, 4), (2, 3), "batch"),
-    ((64, 32, 4, 4), (2, 3), "batch innermost"),  # a conv's output: the reference's sum
+    ((64, 32, 4, 4), (2, 3), "batch innermost"),  # a conv's output
+    ((5, 3, 4, 6, 2), (3, 4), "batch innermost"),  # three axes kept, in memory order
     ((6, 3, 5, 4), [-1, -2], "channel"),
     ((5, 7, 9), 2, "batch"),
     ((5, 7, 9), (1, 2), "batch"),
@@ -31,8 +32,9 @@ def test_the_drop_in_equals_the_reference(rng, shape, axis, layout, dtype):
     x = 100 + rng.normal(size=shape)  # far from 0: the mean's rounding shows
     if layout == "channel":
         x = channel_major(x)
-    elif layout == "batch innermost":
-        x = np.ascontiguousarray(x.transpose(1, 2, 3, 0)).transpose(3, 0, 1, 2)
+    elif layout == "batch innermost":  # the trailing axes, then the batch, fastest
+        order = (*range(1, x.ndim), 0)
+        x = np.ascontiguousarray(x.transpose(order)).transpose(np.argsort(order))
     g = rng.normal(size=ops.mean(tu.tensor(x), axis=axis).shape)
     got, want = both(mean_of(axis), [x], g, dtype)
     assert got[0].dtype == want[0].dtype == np.dtype(dtype) and got[0].shape == want[0].shape
