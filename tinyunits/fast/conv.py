@@ -1,12 +1,12 @@
 """conv2d's drop-in: the reference's im2col, products and col2im, batch innermost.
 
 The reference (tinyunits/ops/conv.py) lays its columns out `(C*k*k, B*Ho*Wo)`, column
-(b, h, w), and makes them from k*k strided views: each tap's copy is B*C runs of Wo
-numbers. On lesson 1's 7x7 and 4x4 maps those runs are a few numbers long, and
+(b, h, w), and makes them from `k*k` strided views: each tap's copy is `B*C` runs
+of Wo numbers. On lesson 1's 7x7 and 4x4 maps those runs are a few numbers long, and
 NumPy's loop over them, not the arithmetic, is the cost. Here the batch is the
 fastest-varying axis, as in cuda-convnet's (C, H, W, B) layout: a column is
-(h, w, b), so each tap's copy is C*Ho runs of Wo*B numbers, and col2im adds them
-back alike. y and dx are returned as (B, C, H, W) views of (C, H, W, B) arrays
+(h, w, b), so each tap's copy is `C*Ho` runs of `Wo*B` numbers, and col2im adds
+them back alike. y and dx are returned as (B, C, H, W) views of (C, H, W, B) arrays
 (batch innermost): the product is y itself, its gradient g is the product's
 gradient as it arrives, the next conv reads y without reordering it, and
 elementwise ops keep its layout.
@@ -30,7 +30,8 @@ bands run in waves of bands far enough apart never to meet (`Phases.waves`: for 
 any number of threads: every element's sum is added in the same order at every
 thread count. dW and db add up per band, in band order. A layer too small to share
 out (under threads.MIN_ELEMENTS columns' worth: a hand-off between Python threads
-costs more than it brings) is one band, and keeps its columns from forward.
+costs more than it brings) is one band, whose products BLAS shares out, and keeps
+its columns from forward.
 
 y and dx are the reference's numbers but for BLAS's blocking of products of another
 size; dW and db add up per band, in another order than one product's sum.
@@ -194,10 +195,12 @@ class Conv2d(conv.Conv2d):
     def _over_bands(self, work, waves):
         """work(i, rows, cols) for each band i in each wave (a list of band numbers; the
         waves one after the other): rows its output rows, cols `(C*k*k, nh*Wo*B)` its
-        columns, made in a buffer reused from band to band. A layer of one band keeps
-        its columns from forward for backward (`kept`, given back by release), while a
-        graph is recorded: for a layer this small they cost less to keep than to make
-        again."""
+        columns, made in a buffer reused from band to band. Bands on tinyunits' threads
+        hold BLAS to one thread meanwhile (threads.blas_serial); a layer of one band
+        leaves its products to BLAS's threads (on a quiet 2-core machine lesson 1's VGG
+        epoch took 163-178 ms so, 183-194 with BLAS on one thread), and keeps its
+        columns from forward for backward (`kept`, given back by release) while a graph
+        is recorded: for a layer this small they cost less to keep than to make again."""
         plan, rows_of = self.plan, self.plan.bands()
         size = plan.rows * (rows_of[0].stop - rows_of[0].start) * plan.Wo * plan.B
         if len(rows_of) == 1 and (self.kept is not None or grad_enabled.get()):
@@ -205,8 +208,7 @@ class Conv2d(conv.Conv2d):
                 self.kept = buffers.borrow(plan.xp, (size,), plan.phases.dtype)
                 self.kept = self.kept.reshape(plan.rows, -1)  # given back whole (its base)
                 plan.fill(self.kept, rows_of[0])
-            with threads.blas_serial(like=plan.phases):
-                work(0, rows_of[0], self.kept)
+            work(0, rows_of[0], self.kept)
             return
 
         def run(wave, I):
@@ -217,7 +219,8 @@ class Conv2d(conv.Conv2d):
                     cols = cols.reshape(plan.rows, -1)
                     plan.fill(cols, rows)
                     work(i, rows, cols)
-        with threads.blas_serial(like=plan.phases):
+        shared = len(rows_of) > 1
+        with threads.blas_serial(like=plan.phases) if shared else contextlib.nullcontext():
             for wave in waves:
                 threads.run_per_thread(lambda I, wave=wave: run(wave, I), len(wave),
                                        size * len(wave), like=plan.phases)
