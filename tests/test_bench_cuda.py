@@ -63,3 +63,19 @@ def test_the_cpu_targets_are_not_applied_to_gpu_rows():
     cuda = {row_id: target for row_id, _, _, target in run.rows(cases, "cuda")}
     assert cpu.keys() == cuda.keys() and cpu["B1"] == 1.0
     assert set(cuda.values()) == {None}
+
+
+def test_the_gpu_check_script_parses_and_names_files_that_exist():
+    """tests/benchmarks/gpu_check.sh runs only on a lent GPU: here, bash reads it
+    (no syntax error), every file it names is in the checkout, and its steps' limits
+    fit one device call (600 s)."""
+    import re
+    script = RUN.parent / "gpu_check.sh"
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    text = script.read_text()
+    named = re.findall(r"tests/[\w/]+\.py", text)
+    root = RUN.parent.parent.parent
+    assert named and all((root / path).is_file() for path in named), named
+    steps = [re.match(r"step \w+ (\d+) ", line) for line in re.findall(r"^step .*", text, re.M)]
+    assert len(steps) >= 4 and all(steps), steps
+    assert sum(int(step[1]) for step in steps) <= 600
