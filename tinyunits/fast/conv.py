@@ -17,7 +17,7 @@ j] = xpad[j, c, i*s + a, l*s + b]` (each (Hp, Wp), Hp = ceil(Hpad/s)), in one co
 that also pads; tap (p, q) of output (h, w) reads phase[p % s, q % s] at (h + p//s,
 w + q//s): a stride-1 window of one phase, whose rows are runs again. Stride 1
 without padding has one phase, the input itself: no copy when it arrives batch
-innermost.
+innermost (one copy when it does not, such as a batch of NCHW data).
 
 A large layer is cut into bands of output rows of about COLUMN_ELEMENTS columns'
 worth (4 MB of float32), each band's columns made in one reused buffer
@@ -90,7 +90,9 @@ class Phases:
         self.rows = self.C * k * k
         xt = x.transpose(1, 2, 3, 0)  # (C, H, W, B): the columns' order
         if s == 1 and not padding:
-            self.phases = xt[None, None]  # read as it is: slices of any layout are views
+            # batch innermost already (a conv's output): a view; else one copy, so that
+            # each tap reads runs of Wo*B, not B*C*Ho*Wo single numbers (the data's NCHW)
+            self.phases = self.xp.ascontiguousarray(xt)[None, None]
         else:
             self.phases = self.xp.zeros((s, s, self.C, self.Hp, self.Wp, self.B), dtype=x.dtype)
             for a, b, in_x, in_phase in self.parts():
