@@ -26,7 +26,7 @@ from . import buffers
 
 class Mean(reduction.Mean):
     def forward(self, x):
-        axes = reduction._axes(self.name, self.axis, x.ndim)
+        axes = reduction.checked_axes(self.name, self.axis, x.ndim)
         lead = x.ndim - len(axes) if axes else 0
         if (self.keepdims or not axes or lead == 0 or axes != tuple(range(lead, x.ndim))
                 or reduction.wide(x.dtype) is None or x.size == 0):

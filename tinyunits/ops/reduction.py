@@ -16,7 +16,7 @@ from ..backend import get_array_module
 from ..function import Function
 
 
-def _axes(where, axis, ndim):
+def checked_axes(where, axis, ndim):
     """None, or the axes as a sorted tuple of non-negative ints (checked)."""
     if axis is None:
         return None
@@ -72,7 +72,7 @@ class Sum(_Reduction):
     name = "sum"
 
     def forward(self, x):
-        self.axis = _axes(self.name, self.axis, x.ndim)
+        self.axis = checked_axes(self.name, self.axis, x.ndim)
         self.shape = x.shape
         return wide_sum(x, self.axis, self.keepdims)
 
@@ -100,7 +100,7 @@ class Max(_Reduction):
     name = "max"
 
     def forward(self, x):
-        self.axis = _axes(self.name, self.axis, x.ndim)
+        self.axis = checked_axes(self.name, self.axis, x.ndim)
         if 0 in (x.shape if self.axis is None else [x.shape[a] for a in self.axis]):
             raise ValueError(f"max: the max over an axis of length 0 is undefined, got "
                              f"a tensor of shape {x.shape} and axis={self.axis}")
