@@ -41,20 +41,22 @@ def _functions(cls=Function):
 
 
 def timing_every_op(totals, by_shape=False):
-    """Wrap every Function's own forward and backward: totals[name] += [wall, cpu, 1];
-    by_shape: one name per first input's shape (and stride, where the op has one)."""
-    for cls in set(_functions()):
+    """Wrap every forward and backward that a Function runs (its class's, its parents',
+    a mixin's such as the pooling drop-ins' threads): totals[name] += [wall, cpu, 1], the
+    name the class of the Function called; by_shape: one name per first input's shape
+    (and stride, where the op has one)."""
+    classes = {klass for cls in _functions() for klass in cls.__mro__}
+    for cls in classes - {Function, object}:
         for method in ("forward", "backward"):
             if method in cls.__dict__:
-                name = f"{cls.__name__}.{method}"
-                setattr(cls, method, _timed(getattr(cls, method), totals, name, by_shape))
+                setattr(cls, method, _timed(cls.__dict__[method], totals, method, by_shape))
 
 
-def _timed(method, totals, name, by_shape):
+def _timed(method, totals, method_name, by_shape):
     def timed(self, *args):
         if getattr(self, "_ops_time_inside", False):  # a drop-in calling its parent's method
             return method(self, *args)
-        key = name
+        key = f"{type(self).__name__}.{method_name}"
         if by_shape:
             if method.__name__ == "forward":
                 stride = getattr(self, "stride", None)
