@@ -55,6 +55,19 @@ def channel_major(x):
     return np.ascontiguousarray(x.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3)
 
 
+# a (B, C, H, W) input as an array of its values in this order of axes: conv2d's
+# drop-ins return (C, H, W, B) ("batch innermost"); the reference's im2col, (C, B, H, W)
+LAYOUTS = {"batch": (0, 1, 2, 3), "channel": (1, 0, 2, 3), "batch innermost": (1, 2, 3, 0),
+           "channel innermost": (0, 2, 3, 1)}
+
+
+def laid_out(x, layout):
+    """x's values in a view of an array laid out in memory as LAYOUTS[layout] says (a 2-D
+    x: batch, or transposed)."""
+    order = LAYOUTS[layout] if x.ndim == 4 else ((0, 1) if layout == "batch" else (1, 0))
+    return np.ascontiguousarray(x.transpose(order)).transpose(np.argsort(order))
+
+
 def step(fn, arrays, g, dtype):
     """[y, then each input's gradient] of fn(*arrays) with cotangent g, as host arrays;
     the inputs keep their layout (tu.tensor of an array of `dtype` does not copy it)."""

@@ -9,23 +9,10 @@ import tinyunits as tu
 from tinyunits import backend, ops
 from tinyunits.fast import normalization
 
-from fast_support import assert_same_bits, threading  # noqa: F401
+from fast_support import LAYOUTS, assert_same_bits, laid_out, threading  # noqa: F401
 
 U = np.finfo(np.float32).eps / 2  # float32's unit roundoff
 SHAPES = [(6, 3, 5, 4), (64, 8, 7, 7), (9, 4)]
-
-
-# a (B, C, H, W) input as an array of its values in this order of axes: conv2d's
-# drop-ins return (C, H, W, B) ("batch innermost"); the reference's im2col, (C, B, H, W)
-LAYOUTS = {"batch": (0, 1, 2, 3), "channel": (1, 0, 2, 3), "batch innermost": (1, 2, 3, 0),
-           "channel innermost": (0, 2, 3, 1)}
-
-
-def laid_out(x, layout):
-    """x's values in a view of an array laid out in memory as LAYOUTS[layout] says (a 2-D
-    x: batch, or transposed)."""
-    order = LAYOUTS[layout] if x.ndim == 4 else ((0, 1) if layout == "batch" else (1, 0))
-    return np.ascontiguousarray(x.transpose(order)).transpose(np.argsort(order))
 
 
 def arrays(rng, shape, offset=1.0):

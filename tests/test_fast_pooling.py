@@ -9,7 +9,7 @@ from tinyunits import backend, ops
 from tinyunits.fast import pooling
 
 from fast_support import (assert_same_bits, both, bits_on_thread_counts,  # noqa: F401
-                          channel_major, thread_counts, threading)
+                          laid_out, thread_counts, threading)
 
 POOLS = {"max": ops.max_pool2d, "avg": ops.avg_pool2d}
 CLASSES = {"max": (ops.pooling.MaxPool2d, pooling.MaxPool2d),
@@ -18,8 +18,12 @@ WINDOWS = [(1, (3, 2, 4, 5)), (2, (3, 2, 6, 8)), (2, (4, 3, 7, 5)), (3, (2, 2, 7
            (3, (5, 1, 3, 3))]  # (k, x's shape): remainders cropped, one window
 
 
+# batch innermost: as a conv's output arrives; the threads split its channels
+LAYOUTS = ["batch", "channel", "batch innermost"]
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("layout", ["batch", "channel"])
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("k,shape", WINDOWS)
 @pytest.mark.parametrize("pool", POOLS)
 def test_the_drop_ins_give_the_references_bits(rng, threading, pool, k, shape, layout, dtype):
@@ -30,9 +34,7 @@ def test_the_drop_ins_give_the_references_bits(rng, threading, pool, k, shape, l
     x.flat[::11] = np.nan
     x.flat[1::13] = -0.0
     g = rng.normal(size=shape[:2] + (shape[2] // k, shape[3] // k))
-    if layout == "channel":  # as a conv's output arrives
-        x = channel_major(x)
-    got, want = both(lambda x: POOLS[pool](x, k), [x], g, dtype)
+    got, want = both(lambda x: POOLS[pool](x, k), [laid_out(x, layout)], g, dtype)
     assert_same_bits(got, want, ("y", "dx"))
 
 
@@ -77,15 +79,14 @@ def max_pool_reference(x, k, g):
     return y, gx
 
 
-@pytest.mark.parametrize("layout", ["batch", "channel"])  # channel: as a conv's output
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("k,shape", [(2, (3, 2, 6, 8)), (3, (2, 2, 7, 9)), (2, (1, 1, 5, 5))])
 def test_max_pool_gives_the_gradient_to_the_first_maximum(rng, thread_counts, k, shape, layout):
     """g arrives batch-major (as a flattening's gradient): copied to x's layout."""
     x = rng.integers(-2, 3, size=shape).astype("float32")  # many ties
     g = rng.normal(size=(shape[0], shape[1], shape[2] // k, shape[3] // k)).astype("float32")
     want_y, want_gx = max_pool_reference(x, k, g)
-    if layout == "channel":
-        x = channel_major(x)
+    x = laid_out(x, layout)
     for n in (1, 2, 3):
         thread_counts(n)
         xt = tu.tensor(x, requires_grad=True)

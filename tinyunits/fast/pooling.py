@@ -2,9 +2,11 @@
 
 The reference (tinyunits/ops/pooling.py) makes a new array for every pass over the
 k*k views. Here every pass writes into its output (`out=`), so a step makes no
-temporaries, and the passes are split over the batch on the CPU threads
-(tinyunits.fast.threads), each thread its own samples. The output and dx are laid
-out as x (batch innermost after a conv), and max pooling's positions are a buffer lent
+temporaries, and the passes are split over the CPU threads (tinyunits.fast.threads)
+along the batch or the channels, whichever is slower in memory: the batch for NCHW
+data, the channels when the batch is innermost (after a conv), whose window views are
+runs of B numbers that a split of the batch would cut in two (B2's pool then took as
+long on two threads as on one). The output and dx are laid out as x, and max pooling's positions are a buffer lent
 from step to step (tinyunits.fast.buffers). The same bits as the reference: each
 element is the same maximum, sum or product, in the same order.
 """
@@ -20,8 +22,8 @@ def _copy_laid_out_as(a, like):
 
 
 class _Threaded:
-    """forward and backward of a pooling over the threads' shares of the batch: the
-    subclass's pool_part and unpool_part write the samples I of y and of dx."""
+    """forward and backward of a pooling over the threads' shares of x (`at`): the
+    subclass's pool_part and unpool_part write the share `at` of y and of dx."""
 
     def forward(self, x):
         windows = self.windows(x)
@@ -29,9 +31,17 @@ class _Threaded:
         # x's layout (batch innermost after a conv); an average of integers is float64
         y = get_array_module(x).empty_like(windows[0], dtype=self.out_dtype(x.dtype))
         self.start(y)
-        threads.run_per_thread(lambda I: self.pool_part([w[I] for w in windows], y[I], I),
-                               x.shape[0], x.size, like=x)
+        # of the batch and channel axes, the slower in memory (the channels when the
+        # batch is innermost: each pass's runs then stay whole)
+        self.axis = next((a for a in buffers.memory_order(x) if a < 2 and x.shape[a] > 1), 0)
+        threads.run_per_thread(
+            lambda I: self.pool_part([w[self.at(I)] for w in windows], y[self.at(I)], self.at(I)),
+            x.shape[self.axis], x.size, like=x)
         return y
+
+    def at(self, I):
+        """The index of a thread's share: I along `axis`."""
+        return (slice(None),) * self.axis + (I,)
 
     def backward(self, g):
         xp, k = get_array_module(g), self.k
@@ -43,9 +53,10 @@ class _Threaded:
         relayout = buffers.memory_order(g) != buffers.memory_order(views[0])
 
         def piece(I):
-            gI = _copy_laid_out_as(g[I], views[0][I]) if relayout else g[I]
-            self.unpool_part(gI, [v[I] for v in views], I)
-        threads.run_per_thread(piece, g.shape[0], gx.size, like=g)
+            at = self.at(I)
+            gI = _copy_laid_out_as(g[at], views[0][at]) if relayout else g[at]
+            self.unpool_part(gI, [v[at] for v in views], at)
+        threads.run_per_thread(piece, g.shape[self.axis], gx.size, like=g)
         return (gx,)
 
     def start(self, y):
@@ -61,8 +72,8 @@ class MaxPool2d(_Threaded, pooling.MaxPool2d):
         buffers.give_back(self.arg)  # backward has read it, for the last time
         super().release()
 
-    def pool_part(self, windows, y, I):
-        xp, arg = get_array_module(y), self.arg[I]
+    def pool_part(self, windows, y, at):
+        xp, arg = get_array_module(y), self.arg[at]
         y[...] = windows[0]
         arg[...] = 0
         later, moved = xp.empty_like(y, dtype=bool), xp.empty_like(arg)
@@ -73,19 +84,19 @@ class MaxPool2d(_Threaded, pooling.MaxPool2d):
             xp.maximum(arg, xp.multiply(later, arg.dtype.type(i), out=moved), out=arg)
             xp.maximum(y, w, out=y)
 
-    def unpool_part(self, g, views, I):
-        xp, arg = get_array_module(g), self.arg[I]
+    def unpool_part(self, g, views, at):
+        xp, arg = get_array_module(g), self.arg[at]
         for i, view in enumerate(views):
             xp.multiply(g, arg == i, out=view)
 
 
 class AvgPool2d(_Threaded, pooling.AvgPool2d):
-    def pool_part(self, windows, y, I):
+    def pool_part(self, windows, y, at):
         y[...] = windows[0]
         for w in windows[1:]:
             y += w
         y /= self.k * self.k
 
-    def unpool_part(self, g, views, I):
+    def unpool_part(self, g, views, at):
         for view in views:
             get_array_module(g).divide(g, self.k * self.k, out=view)
