@@ -7,9 +7,10 @@ import pytest
 
 import tinyunits as tu
 from tinyunits import backend, ops
-from tinyunits.fast import normalization
+from tinyunits.fast import normalization, threads
 
-from fast_support import LAYOUTS, assert_same_bits, laid_out, threading  # noqa: F401
+from fast_support import (LAYOUTS, assert_same_bits, laid_out, thread_counts,  # noqa: F401
+                          threading)
 
 U = np.finfo(np.float32).eps / 2  # float32's unit roundoff
 SHAPES = [(6, 3, 5, 4), (64, 8, 7, 7), (9, 4)]
@@ -88,6 +89,23 @@ def test_runs_longer_than_max_run_are_cut_into_runs_as_long_as_a_divisor(rng, mo
         assert_near_float64(laid_out(x, layout), gamma, beta, g)
     finally:
         normalization._run_length.cache_clear()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_threads_split_the_slowest_axis_in_memory(rng, thread_counts, monkeypatch, layout):
+    """Every elementwise pass is cut along x's slowest axis in memory (the channels when
+    the batch is innermost), so that no thread's share cuts the runs that NumPy's loops
+    take whole; the drop-in's numbers are checked above."""
+    thread_counts(2)
+    cut, split = [], threads.split
+    monkeypatch.setattr(threads, "split", lambda fn, *arrays: (cut.append(arrays[0]),
+                                                               split(fn, *arrays)))
+    x, gamma, beta, g = arrays(rng, (4, 3, 5, 6))
+    bn_step(laid_out(x, layout), gamma, beta, laid_out(g, layout), "float32")
+    slowest = LAYOUTS[layout][0]  # of x (B, C, H, W); x's (B, C, positions) view shares it
+    assert len(cut) >= 3  # forward's two passes and backward's, and products made first
+    for a in cut:
+        assert a.shape[0] == x.shape[slowest] and abs(a.strides[0]) == max(map(abs, a.strides))
 
 
 @pytest.mark.parametrize("shape", SHAPES)

@@ -20,6 +20,7 @@ WINDOWS = [(1, (3, 2, 4, 5)), (2, (3, 2, 6, 8)), (2, (4, 3, 7, 5)), (3, (2, 2, 7
 
 # batch innermost: as a conv's output arrives; the threads split its channels
 LAYOUTS = ["batch", "channel", "batch innermost"]
+SLOWEST = {"batch": 0, "channel": 1, "batch innermost": 1}  # of the batch and channel axes
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -94,6 +95,17 @@ def test_max_pool_gives_the_gradient_to_the_first_maximum(rng, thread_counts, k,
         y.backward(tu.tensor(g))
         np.testing.assert_array_equal(y.numpy(), want_y)
         np.testing.assert_array_equal(backend.to_host(xt.grad), want_gx)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("pool", POOLS)
+def test_the_threads_split_the_batch_or_the_channels_whichever_is_slower(rng, pool, layout):
+    """With the batch innermost, a split of the batch would cut the window views' runs of
+    B samples (their bits are checked above)."""
+    x = tu.tensor(laid_out(rng.normal(size=(4, 3, 6, 6)), layout))
+    fn = CLASSES[pool][0](2)
+    fn(x)
+    assert fn.axis == SLOWEST[layout]
 
 
 @pytest.mark.parametrize("pool", POOLS)

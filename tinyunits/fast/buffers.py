@@ -109,6 +109,18 @@ def memory_order(a):
     return sorted(range(a.ndim), key=lambda axis: -abs(a.strides[axis]))
 
 
+def in_memory_order(first, *others):
+    """Views of the arrays with their axes in the first one's memory order, slowest
+    first: tinyunits.fast.threads.split then cuts its outermost axis into contiguous
+    parts (a conv's output has the batch innermost: a split of the batch would cut
+    every run), and NumPy's loops run along its fastest axis (its own choice of loop
+    order loses its way when an operand is broadcast: 4x slower on lesson 1's last
+    ReLU, whose gradient is a mean's). The others are of first's shape (broadcast
+    views included)."""
+    order = memory_order(first)
+    return [a.transpose(order) for a in (first, *others)]
+
+
 def borrow_like(x, dtype):
     """`borrow` an array of x's shape, laid out in memory as x is (a batch-innermost
     view gets a batch-innermost array), so that elementwise passes over both run in order."""

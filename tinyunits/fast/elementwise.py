@@ -12,16 +12,6 @@ from ..ops import elementwise
 from . import buffers, threads
 
 
-def in_memory_order(first, *others):
-    """Views of the arrays with their axes in the first one's memory order, slowest
-    first: the threads then split its outermost axis in contiguous parts (a conv's
-    output has the batch innermost), and NumPy's loops run along its fastest axis (its
-    own choice of loop order loses its way when an operand is broadcast: 4x slower on
-    lesson 1's last ReLU, whose gradient is a mean's)."""
-    order = buffers.memory_order(first)
-    return [a.transpose(order) for a in (first, *others)]
-
-
 class ReLU(elementwise.ReLU):
     def forward(self, x):
         xp = get_array_module(x)
@@ -38,7 +28,7 @@ class ReLU(elementwise.ReLU):
             if lowest is not None and not (test_min and x.min() > lowest):
                 x = xp.clip(x, lowest, xp.inf, out=y)
             xp.multiply(x, mask, out=y)
-        threads.split(part, *in_memory_order(x, y, self.mask))
+        threads.split(part, *buffers.in_memory_order(x, y, self.mask))
         return y
 
     def backward(self, g):
@@ -48,7 +38,7 @@ class ReLU(elementwise.ReLU):
         broadcast = g.shape != self.mask.shape or 0 in g.strides
         gx = xp.empty_like(self.mask if broadcast else g, dtype=g.dtype)
         threads.split(lambda gx, g, mask: xp.multiply(g, mask, out=gx),
-                      *in_memory_order(gx, xp.broadcast_to(g, gx.shape), self.mask))
+                      *buffers.in_memory_order(gx, xp.broadcast_to(g, gx.shape), self.mask))
         return (gx,)
 
     def release(self):

@@ -25,8 +25,10 @@ BLAS runs these products on one thread: on two they took twice as long (a (4096,
 
 which is the reference's closed form, multiplied out per channel. Each elementwise
 pass writes into its output (backward's scratch is a lent buffer), laid out
-as x (batch innermost after a conv), and runs on the CPU threads' shares of the batch
-(tinyunits.fast.threads). Evaluation mode is the reference's (one pass with fixed
+as x (batch innermost after a conv), and runs on the CPU threads' shares of x's
+slowest axis in memory (tinyunits.fast.threads; the channels when the batch is
+innermost: a split of the batch cut every run of B numbers, and a (128, 32, 28, 28)
+input took 4.5 ms forward and 10.6 backward on two threads, 2.4 and 7.9 on one). Evaluation mode is the reference's (one pass with fixed
 statistics), and so are integer inputs (promoted as the reference promotes them).
 """
 import functools
@@ -72,7 +74,8 @@ def _channel_sums(a3, b3=None, scratch=None):
     axes, dims, run = _plan(a3.shape, a3.strides)
     dot = getattr(xp, "vecdot", None)
     if b3 is not None and (run < MIN_DOT_RUN or b3.strides != a3.strides or dot is None):
-        threads.split(lambda a, b, out: xp.multiply(a, b, out=out), a3, b3, scratch)
+        threads.split(lambda a, b, out: xp.multiply(a, b, out=out),
+                      *buffers.in_memory_order(a3, b3, scratch))
         return _channel_sums(scratch)
     block = a3.transpose(axes).reshape(dims)  # (axes outside the channel..., C, within it)
     if run > 1:
@@ -108,6 +111,12 @@ def _run_length(n):
     return next(d for d in range(min(n, MAX_RUN), 0, -1) if n % d == 0)
 
 
+def _per_channel(values, like):
+    """(C,) values as a view of like's (B, C, positions) shape, so that a thread's share
+    of like along any axis takes its share of them too."""
+    return get_array_module(values).broadcast_to(values[:, None], like.shape)
+
+
 def _ones(xp, n, dtype):
     """A vector of n ones; NumPy's are kept (making one costs more than the product)."""
     if xp is host_module():
@@ -133,16 +142,19 @@ class BatchNorm(normalization.BatchNorm):
         xc, y = _empty_rows(xp, x3), _empty_rows(xp, x3)
         with threads.blas_serial(x):  # the sums' products: on one thread (see above)
             m = (_channel_sums(x3) / n).astype(dtype)
-            threads.split(lambda x, xc: xp.subtract(x, m[:, None], out=xc), x3, xc)
+            threads.split(lambda x, m, xc: xp.subtract(x, m, out=xc),
+                          *buffers.in_memory_order(x3, _per_channel(m, x3), xc))
             d = _channel_sums(xc) / n
             var = _channel_sums(xc, xc, scratch=y) / n - d * d  # y: scratch until the last pass
         self._update_running((m + d).astype(dtype), var.astype(dtype), n)
         var_eps = var + self.eps
         inv_std = 1 / xp.sqrt(var_eps)
         a = gamma * inv_std
-        scale = a.astype(dtype)[:, None]
-        shift = (-a * d if beta is None else beta - a * d).astype(dtype)[:, None]
-        threads.split(lambda xc, y: xp.add(xp.multiply(xc, scale, out=y), shift, out=y), xc, y)
+        scale = _per_channel(a.astype(dtype), xc)
+        shift = _per_channel((-a * d if beta is None else beta - a * d).astype(dtype), xc)
+        threads.split(lambda xc, scale, shift, y:
+                      xp.add(xp.multiply(xc, scale, out=y), shift, out=y),
+                      *buffers.in_memory_order(xc, scale, shift, y))
         self.xc, self.d, self.inv_std, self.a = xc, d, inv_std, a
         return y.reshape(x.shape)
 
@@ -157,14 +169,14 @@ class BatchNorm(normalization.BatchNorm):
             sum_g = _channel_sums(g3)
             dgamma = (_channel_sums(xc, g3, scratch) - self.d * sum_g) * self.inv_std
         b = -a * dgamma * self.inv_std / n
-        c = (-a * sum_g / n - b * self.d).astype(dtype)[:, None]
-        scale, b = a.astype(dtype)[:, None], b.astype(dtype)[:, None]
+        c = _per_channel((-a * sum_g / n - b * self.d).astype(dtype), xc)
+        scale, b = _per_channel(a.astype(dtype), xc), _per_channel(b.astype(dtype), xc)
         gx = _empty_rows(xp, xc)
 
-        def grad(g, xc, scratch, gx):
+        def grad(xc, g, scratch, gx, scale, b, c):
             xp.multiply(g, scale, out=gx)
             gx += xp.multiply(xc, b, out=scratch)
             gx += c
-        threads.split(grad, g3, xc, scratch, gx)
+        threads.split(grad, *buffers.in_memory_order(xc, g3, scratch, gx, scale, b, c))
         buffers.give_back(scratch)
         return gx.reshape(g.shape), dgamma.astype(dtype), sum_g.astype(dtype)

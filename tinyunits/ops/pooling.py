@@ -6,7 +6,7 @@ copy of the input, no Python loop over windows), and backward writes each
 position's gradient back through the same view of dx.
 
 tinyunits.fast.pooling holds drop-ins computing the same numbers, each pass
-written in place and split over the batch on the CPU threads.
+written in place and split over the CPU threads.
 """
 from .. import validate
 from ..backend import get_array_module
