@@ -24,12 +24,13 @@ BLAS runs these products on one thread: on two they took twice as long (a (4096,
               dx = a*g + b*xc + c,  b = -a*dgamma/(n*std),  c = -a*sum(g)/n - b*d
 
 which is the reference's closed form, multiplied out per channel. Each elementwise
-pass writes into its output (backward's scratch is a lent buffer), laid out
-as x (batch innermost after a conv), and runs on the CPU threads' shares of x's
-slowest axis in memory (tinyunits.fast.threads; the channels when the batch is
-innermost: a split of the batch cut every run of B numbers, and a (128, 32, 28, 28)
-input took 4.5 ms forward and 10.6 backward on two threads, 2.4 and 7.9 on one). Evaluation mode is the reference's (one pass with fixed
-statistics), and so are integer inputs (promoted as the reference promotes them).
+pass writes into its output (backward's scratch is a lent buffer), laid out as x
+(batch innermost after a conv), and runs on the CPU threads' shares of x's slowest
+axis in memory (tinyunits.fast.threads): the channels when the batch is innermost (a
+split of the batch cut every run of B numbers, and a (128, 32, 28, 28) input took
+4.5 ms forward and 10.6 backward on two threads, 2.4 and 7.9 on one). Evaluation
+mode is the reference's (one pass with fixed statistics), and so are integer inputs
+(promoted as the reference promotes them).
 """
 import functools
 import math

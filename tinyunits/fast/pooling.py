@@ -6,9 +6,10 @@ temporaries, and the passes are split over the CPU threads (tinyunits.fast.threa
 along the batch or the channels, whichever is slower in memory: the batch for NCHW
 data, the channels when the batch is innermost (after a conv), whose window views are
 runs of B numbers that a split of the batch would cut in two (B2's pool then took as
-long on two threads as on one). The output and dx are laid out as x, and max pooling's positions are a buffer lent
-from step to step (tinyunits.fast.buffers). The same bits as the reference: each
-element is the same maximum, sum or product, in the same order.
+long on two threads as on one). The output and dx are laid out as x, and max
+pooling's positions are a buffer lent from step to step (tinyunits.fast.buffers). The
+same bits as the reference: each element is the same maximum, sum or product, in the
+same order.
 """
 from ..backend import get_array_module
 from ..ops import pooling
@@ -34,9 +35,11 @@ class _Threaded:
         # of the batch and channel axes, the slower in memory (the channels when the
         # batch is innermost: each pass's runs then stay whole)
         self.axis = next((a for a in buffers.memory_order(x) if a < 2 and x.shape[a] > 1), 0)
-        threads.run_per_thread(
-            lambda I: self.pool_part([w[self.at(I)] for w in windows], y[self.at(I)], self.at(I)),
-            x.shape[self.axis], x.size, like=x)
+
+        def piece(I):
+            at = self.at(I)
+            self.pool_part([w[at] for w in windows], y[at], at)
+        threads.run_per_thread(piece, x.shape[self.axis], x.size, like=x)
         return y
 
     def at(self, I):
