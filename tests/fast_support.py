@@ -50,11 +50,6 @@ def empty_cache(monkeypatch):
     buffers.clear()
 
 
-def channel_major(x):
-    """x's values in a (C, B, H, W) array's (B, C, H, W) view, as a conv's output arrives."""
-    return np.ascontiguousarray(x.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3)
-
-
 # a (B, C, H, W) input as an array of its values in this order of axes: conv2d's
 # drop-ins return (C, H, W, B) ("batch innermost"); the reference's im2col, (C, B, H, W)
 LAYOUTS = {"batch": (0, 1, 2, 3), "channel": (1, 0, 2, 3), "batch innermost": (1, 2, 3, 0),

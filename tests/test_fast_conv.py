@@ -9,7 +9,7 @@ from tinyunits import backend, ops
 from tinyunits.fast import buffers, conv, threads
 from tinyunits.ops.conv import conv_output_size
 
-from fast_support import (both, bits_on_thread_counts, channel_major, empty_cache,  # noqa: F401
+from fast_support import (both, bits_on_thread_counts, empty_cache, laid_out,  # noqa: F401
                           step, thread_counts, threading)
 
 SHAPES = [  # (B, C, H, W, out, k, padding)
@@ -24,7 +24,7 @@ SHAPES = [  # (B, C, H, W, out, k, padding)
 def conv_step(x, W, b, g, stride=1, padding=0, layout="batch"):
     """y, dx, dW, db of the drop-in."""
     if layout == "channel":  # as a conv's or ReLU's output arrives: a (C, B, H, W) array's view
-        x = channel_major(x)
+        x = laid_out(x, "channel")
     ts = [tu.tensor(a, requires_grad=True) for a in (x, W, b)]
     y = ops.conv2d(*ts, stride=stride, padding=padding)
     y.backward(tu.tensor(g))
@@ -54,7 +54,7 @@ def test_the_drop_in_equals_the_reference(rng, threading, stride, padding, k, la
     shape = (5, 3, 9, 8, 4, k, padding)
     x, W, b, g = conv_arrays(rng, shape, stride)
     if layout == "channel":
-        x = channel_major(x)
+        x = laid_out(x, "channel")
 
     def fn(x, W, b):
         return ops.conv2d(x, W, b, stride=stride, padding=padding)

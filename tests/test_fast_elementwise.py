@@ -9,7 +9,7 @@ from tinyunits import backend, ops
 from tinyunits.fast import elementwise
 
 from fast_support import (assert_same_bits, both, bits_on_thread_counts,  # noqa: F401
-                          channel_major, thread_counts, threading)
+                          laid_out, thread_counts, threading)
 
 
 # g * mask with an infinite g where the mask is 0 is NaN, in the drop-in as in the
@@ -30,7 +30,7 @@ def test_the_drop_in_gives_the_references_bits(rng, threading, layout, dtype):
     """-0.0 for negative x, for -0.0 and for -inf, NaN stays NaN, in y and in dx."""
     x, g = awkward(rng, (6, 3, 5, 4)), awkward(rng, (6, 3, 5, 4), at=7)  # g's apart from x's
     if layout == "channel":  # as a conv's output arrives; g arrives batch-major
-        x = channel_major(x)
+        x = laid_out(x, "channel")
     got, want = both(ops.relu, [x], g, dtype)
     assert_same_bits(got, want, ("y", "dx"))
     assert np.signbit(want[0].flat[1]) and np.isnan(want[0].flat[2])
@@ -43,7 +43,7 @@ def test_without_minus_inf_or_nan_the_bits_are_the_references_too(rng, threading
     and the smallest numbers of either sign still give the reference's bits."""
     x, g = rng.normal(size=(6, 3, 5, 4)), rng.normal(size=(6, 3, 5, 4))
     x.flat[:5] = (0.0, -0.0, np.inf, 1e-300, -1e-300)
-    got, want = both(ops.relu, [channel_major(x)], g, dtype)
+    got, want = both(ops.relu, [laid_out(x, "channel")], g, dtype)
     assert_same_bits(got, want, ("y", "dx"))
     assert np.signbit(want[0].flat[1]) and np.signbit(want[0].flat[4])
 

@@ -8,7 +8,7 @@ import tinyunits as tu
 from tinyunits import ops
 from tinyunits.fast import reduction
 
-from fast_support import assert_same_bits, both, channel_major
+from fast_support import assert_same_bits, both, laid_out
 
 
 def mean_of(axis, keepdims=False):
@@ -31,7 +31,7 @@ def test_the_drop_in_equals_the_reference(rng, shape, axis, layout, dtype):
     The gradients have the same bits."""
     x = 100 + rng.normal(size=shape)  # far from 0: the mean's rounding shows
     if layout == "channel":
-        x = channel_major(x)
+        x = laid_out(x, "channel")
     elif layout == "batch innermost":  # the trailing axes, then the batch, fastest
         order = (*range(1, x.ndim), 0)
         x = np.ascontiguousarray(x.transpose(order)).transpose(np.argsort(order))
@@ -71,5 +71,5 @@ def test_an_integer_input_is_the_references():
 
 def test_the_drop_in_passes_gradcheck(rng):
     assert type(ops.reduction.Mean((2, 3))) is reduction.Mean
-    report = tu.gradcheck(mean_of((2, 3)), [channel_major(rng.normal(size=(3, 4, 5, 2)))])
+    report = tu.gradcheck(mean_of((2, 3)), [laid_out(rng.normal(size=(3, 4, 5, 2)), "channel")])
     assert report.ok, report
