@@ -17,9 +17,9 @@ from . import buffers, threads
 
 
 def _shared(size: int) -> int:
-    """x's size where two threads pool faster than one, else 0 (one share): from half of
-    threads.MIN_SPLIT_ELEMENTS, as a pool's k*k passes do more per element than one
-    elementwise pass (max pooling of a batch-innermost input, forward and backward:
+    """size (x's or dx's) where two threads pool faster than one, else 0 (one share):
+    from half of threads.MIN_SPLIT_ELEMENTS, as a pool's k*k passes do more per element
+    than one elementwise pass (max pooling of a batch-innermost input, forward and backward:
     2^18 elements 0.20 ms on one thread, 0.28 on two; 2^19 0.37 on both; 2^20 0.68
     and 0.52; NCHW 2^19 0.70 and 0.50)."""
     return size if size >= threads.MIN_SPLIT_ELEMENTS // 2 else 0
